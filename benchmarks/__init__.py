@@ -1,0 +1,1 @@
+"""Throughput and latency measurements; run as scripts, never as timed tests."""

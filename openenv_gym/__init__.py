@@ -1,0 +1,57 @@
+"""openenv-gym: remote OpenEnv environments as Gymnasium envs.
+
+Importing the package registers the ``openenv/...`` Gymnasium ids.
+
+Example:
+    >>> import gymnasium as gym
+    >>> import openenv_gym
+    >>> "openenv/CartPole-v1" in gym.registry
+    True
+"""
+
+from openenv_gym.env import OpenEnvEnv
+from openenv_gym.errors import (
+    ActionOutOfSpaceError,
+    CapacityReachedError,
+    CodecError,
+    ConnectionLostError,
+    NotAnOpenEnvServerError,
+    ObservationMismatchError,
+    OpenEnvGymError,
+    ProtocolError,
+    ReplyTimeoutError,
+    ServerConnectionError,
+    ServerErrorReply,
+    ServerStartError,
+    SessionClosedError,
+    SpaceMappingError,
+    UnsupportedRenderModeError,
+)
+from openenv_gym.registration import SERVED_GYMNASIUM_IDS, make_gymnasium_env, register_envs
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = [
+    "SERVED_GYMNASIUM_IDS",
+    "ActionOutOfSpaceError",
+    "CapacityReachedError",
+    "CodecError",
+    "ConnectionLostError",
+    "NotAnOpenEnvServerError",
+    "ObservationMismatchError",
+    "OpenEnvEnv",
+    "OpenEnvGymError",
+    "ProtocolError",
+    "ReplyTimeoutError",
+    "ServerConnectionError",
+    "ServerErrorReply",
+    "ServerStartError",
+    "SessionClosedError",
+    "SpaceMappingError",
+    "UnsupportedRenderModeError",
+    "__version__",
+    "make_gymnasium_env",
+    "register_envs",
+]

@@ -1,0 +1,6 @@
+"""The OpenEnv servers openenv-gym ships: ``gymnasium`` (any Gymnasium id), and more to come.
+
+Each subpackage provides an :class:`~openenv_gym.server.Environment` and a
+``*_server(...)`` function returning a ready :class:`~openenv_gym.server.OpenEnvServer`;
+``openenv-gym serve <name>`` runs it from the command line.
+"""

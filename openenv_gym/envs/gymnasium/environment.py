@@ -1,0 +1,203 @@
+"""GymnasiumEnvironment: any Gymnasium env id as an OpenEnv :class:`Environment`.
+
+``reset(seed, episode_id, **options)`` calls ``env.reset(seed=seed, options=options or
+None)``; ``step`` decodes the wire action with the action space's exact dtype and shape,
+refuses actions outside the space, and reports ``done = terminated or truncated``,
+``truncated``, a float reward and the ``info`` dict (made JSON-safe) as ``metadata``.
+Seeded episodes reproduce plain ``gymnasium.make(env_id)`` exactly.
+
+Example:
+    >>> env = GymnasiumEnvironment("CartPole-v1")
+    >>> first = env.reset(seed=0)
+    >>> len(first.observation), first.done
+    (4, False)
+    >>> after = env.step(env.action_model(action=1))
+    >>> after.reward, after.truncated, env.state.step_count
+    (1.0, False, 1)
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any, TypeVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from pydantic import BaseModel
+
+from openenv_gym.envs.gymnasium.models import (
+    GymnasiumAction,
+    GymnasiumObservation,
+    GymnasiumState,
+    describe_space,
+    gymnasium_models,
+)
+from openenv_gym.errors import ActionOutOfSpaceError
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.models import EnvironmentMetadata
+from openenv_gym.spaces.serialization import from_wire, to_wire
+
+DOCUMENTATION_URL = "https://gymnasium.farama.org/"
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_setattr = object.__setattr__
+
+
+def json_safe(value: Any) -> Any:
+    """A copy of ``value`` that ``json.dumps`` accepts: numpy arrays become lists, numpy
+    scalars python numbers, tuples/sets lists, dict keys strings; other objects their ``str``.
+
+    Example:
+        >>> json_safe({"x": np.arange(3), 1: (np.float32(0.5), None)})
+        {'x': [0, 1, 2], '1': [0.5, None]}
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+def construct_trusted(model: type[ModelT], values: dict[str, Any]) -> ModelT:
+    """Build ``model`` from values known to be valid, without validation.
+
+    The same object :meth:`pydantic.BaseModel.model_construct` builds, for models without
+    private attributes or extras, at a fraction of its cost: this runs on every step.
+    ``values`` must hold every field, in declaration order.
+    """
+    instance = model.__new__(model)
+    _setattr(instance, "__dict__", values)
+    _setattr(instance, "__pydantic_fields_set__", set(values))
+    _setattr(instance, "__pydantic_extra__", None)
+    _setattr(instance, "__pydantic_private__", None)
+    return instance
+
+
+class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, GymnasiumState]):
+    """A Gymnasium env served as OpenEnv.
+
+    Args:
+        env_id: Any registered Gymnasium id (``"CartPole-v1"``, ``"Pendulum-v1"``, ...).
+        **make_kwargs: Passed to ``gymnasium.make``.
+
+    Attributes:
+        action_model: The pydantic action model of this env id (one field, ``action``).
+        observation_model: The pydantic observation model (``observation``, ``truncated``).
+
+    Raises:
+        gymnasium.error.Error: ``gymnasium.make`` failed (unknown id, bad kwargs).
+        SpaceMappingError: A space is not Box, Discrete, MultiDiscrete or MultiBinary.
+    """
+
+    def __init__(self, env_id: str, **make_kwargs: Any) -> None:
+        self.env_id = env_id
+        self._env = gym.make(env_id, **make_kwargs)
+        try:
+            self.action_space = self._env.action_space
+            self.observation_space = self._env.observation_space
+            self.action_model, self.observation_model = gymnasium_models(
+                env_id, self.action_space, self.observation_space
+            )
+        except BaseException:
+            self._env.close()
+            raise
+        self._episode_id: str | None = None
+        self._step_count = 0
+        if isinstance(self.action_space, spaces.Discrete):
+            self._discrete_range: range | None = range(
+                int(self.action_space.start), int(self.action_space.start + self.action_space.n)
+            )
+        else:
+            self._discrete_range = None
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> GymnasiumObservation:
+        """Reset with ``seed``; other keys become the Gymnasium reset ``options``."""
+        observation, info = self._env.reset(seed=seed, options=kwargs or None)
+        self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
+        self._step_count = 0
+        return construct_trusted(
+            self.observation_model,
+            {
+                "done": False,
+                "reward": None,
+                "metadata": json_safe(info) if info else {},
+                "observation": to_wire(self.observation_space, observation),
+                "truncated": False,
+            },
+        )
+
+    def step(self, action: GymnasiumAction) -> GymnasiumObservation:
+        """Apply ``action.action`` (a wire value of the action space).
+
+        Raises:
+            ActionOutOfSpaceError: The action is not an element of the action space (the
+                server answers ``VALIDATION_ERROR``).
+        """
+        wire = action.action  # type: ignore[attr-defined]
+        value = self._decode_action(wire)
+        observation, reward, terminated, truncated, info = self._env.step(value)
+        self._step_count += 1
+        return construct_trusted(
+            self.observation_model,
+            {
+                "done": bool(terminated or truncated),
+                "reward": float(reward),
+                "metadata": json_safe(info) if info else {},
+                "observation": to_wire(self.observation_space, observation),
+                "truncated": bool(truncated),
+            },
+        )
+
+    def _decode_action(self, wire: Any) -> Any:
+        """The wire action as an element of the action space, or ActionOutOfSpaceError."""
+        discrete = self._discrete_range
+        if discrete is not None and type(wire) is int:  # the common case, checked cheaply
+            if wire in discrete:
+                return np.int64(wire)
+        else:
+            value = from_wire(self.action_space, wire, field="action")
+            if self.action_space.contains(value):
+                return value
+        raise ActionOutOfSpaceError(
+            f"action {wire!r} is not an element of the action space {self.action_space} "
+            f"of {self.env_id}; send a value inside the space",
+            field="action",
+        )
+
+    @property
+    def state(self) -> GymnasiumState:
+        """Episode id, step count and env id."""
+        return GymnasiumState(
+            episode_id=self._episode_id, step_count=self._step_count, env_id=self.env_id
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """Name the env id and its spaces."""
+        return EnvironmentMetadata(
+            name=self.env_id,
+            description=(
+                f"Gymnasium {self.env_id} served over OpenEnv: "
+                f"{describe_space(self.action_space)} actions, "
+                f"{describe_space(self.observation_space)} observations"
+            ),
+            documentation_url=DOCUMENTATION_URL,
+        )
+
+    def close(self) -> None:
+        """Close the Gymnasium env."""
+        self._env.close()
+
+
+__all__ = ["GymnasiumEnvironment", "construct_trusted", "json_safe"]

@@ -1,0 +1,181 @@
+"""The exception hierarchy of openenv-gym.
+
+Every error this package raises on purpose derives from :class:`OpenEnvGymError`, so
+``except OpenEnvGymError`` catches them all. Each class also derives from the closest
+built-in exception (``ConnectionError``, ``TimeoutError``, ``ValueError``, ...) so code
+written against the standard library keeps working.
+
+Messages follow one pattern: what was expected, what arrived, and what to do about it.
+
+Example:
+    >>> from openenv_gym.errors import ServerErrorReply, OpenEnvGymError
+    >>> err = ServerErrorReply("bad action", code="VALIDATION_ERROR", url="ws://127.0.0.1:1/ws")
+    >>> isinstance(err, OpenEnvGymError), err.code
+    (True, 'VALIDATION_ERROR')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OpenEnvGymError(Exception):
+    """Base class of every error raised by openenv-gym."""
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class ServerConnectionError(OpenEnvGymError, ConnectionError):
+    """The server could not be reached, or the connection broke.
+
+    Attributes:
+        url: The URL that was tried.
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class NotAnOpenEnvServerError(ServerConnectionError):
+    """Something answered at the URL, but it does not speak the OpenEnv protocol."""
+
+
+class ConnectionLostError(ServerConnectionError):
+    """An open session's connection closed before the reply arrived."""
+
+
+class ReplyTimeoutError(OpenEnvGymError, TimeoutError):
+    """No reply arrived within the timeout. The session is closed afterwards.
+
+    Attributes:
+        url: The session's URL.
+        timeout: The timeout in seconds that expired.
+    """
+
+    def __init__(self, message: str, *, url: str, timeout: float) -> None:
+        super().__init__(message)
+        self.url = url
+        self.timeout = timeout
+
+
+class UnsupportedRenderModeError(OpenEnvGymError, ValueError):
+    """The requested ``render_mode`` cannot be served by this environment."""
+
+
+class SessionClosedError(OpenEnvGymError, RuntimeError):
+    """The env or session was used after ``close()`` (or after a fatal error)."""
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+class ProtocolError(OpenEnvGymError, ValueError):
+    """A message did not follow the OpenEnv wire protocol.
+
+    Attributes:
+        received: A (possibly shortened) copy of what arrived.
+    """
+
+    def __init__(self, message: str, *, received: Any = None) -> None:
+        super().__init__(message)
+        self.received = received
+
+
+class ServerErrorReply(OpenEnvGymError, RuntimeError):
+    """The server answered with an OpenEnv ``error`` message.
+
+    Attributes:
+        code: The wire error code (``VALIDATION_ERROR``, ``EXECUTION_ERROR``, ...).
+        url: The session's URL, when known.
+        data: The whole ``data`` object of the error reply.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        url: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.url = url
+        self.data = dict(data or {})
+
+
+class CapacityReachedError(ServerErrorReply):
+    """The server refused a new session because all its session slots are taken."""
+
+
+# --------------------------------------------------------------------------- spaces
+
+
+class SpaceMappingError(OpenEnvGymError, ValueError):
+    """A schema field cannot be mapped to a Gymnasium space.
+
+    Attributes:
+        field: Dotted path of the field (``"screen"``, ``"board.cells"``).
+        schema: The JSON Schema fragment that was seen.
+    """
+
+    def __init__(self, message: str, *, field: str, schema: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.schema = schema
+
+
+class CodecError(OpenEnvGymError, ValueError):
+    """A value did not fit the space/codec it was encoded or decoded with.
+
+    Attributes:
+        field: Dotted path of the offending field, or ``""`` for the whole value.
+    """
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ActionOutOfSpaceError(CodecError):
+    """An action is not an element of the env's action space; nothing was sent."""
+
+
+class ObservationMismatchError(CodecError):
+    """A server observation does not match the observation space derived from its schema."""
+
+
+# --------------------------------------------------------------------------- providers
+
+
+class ServerStartError(OpenEnvGymError, RuntimeError):
+    """A provider could not start a server (process or container).
+
+    Attributes:
+        log: The tail of the server's output, for diagnosis.
+    """
+
+    def __init__(self, message: str, *, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+__all__ = [
+    "ActionOutOfSpaceError",
+    "CapacityReachedError",
+    "CodecError",
+    "ConnectionLostError",
+    "NotAnOpenEnvServerError",
+    "ObservationMismatchError",
+    "OpenEnvGymError",
+    "ProtocolError",
+    "ReplyTimeoutError",
+    "ServerConnectionError",
+    "ServerErrorReply",
+    "ServerStartError",
+    "SessionClosedError",
+    "SpaceMappingError",
+    "UnsupportedRenderModeError",
+]

@@ -1,0 +1,71 @@
+"""What every server provider offers: start a server, tell its URL, stop it.
+
+A provider owns the server it starts: :meth:`ServerProvider.stop` (idempotent) ends it,
+and so do garbage collection and interpreter exit. A URL the user gives is wrapped in
+:class:`GivenServer`, which starts and stops nothing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+
+
+class ServerProvider(ABC):
+    """Starts (or merely names) one OpenEnv server."""
+
+    @abstractmethod
+    def start(self) -> str:
+        """Start the server if needed and return its base URL (``http://host:port``)."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the server if this provider started it. Idempotent."""
+
+    @property
+    @abstractmethod
+    def base_url(self) -> str | None:
+        """The server's base URL once started, else ``None``."""
+
+    @property
+    def owns_server(self) -> bool:
+        """Whether :meth:`stop` ends a server (True) or only forgets a URL (False)."""
+        return True
+
+    def __enter__(self) -> ServerProvider:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class GivenServer(ServerProvider):
+    """A server somebody else runs, at a known URL.
+
+    Example:
+        >>> GivenServer("http://127.0.0.1:8000").start()
+        'http://127.0.0.1:8000'
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self._base_url = base_url.rstrip("/")
+
+    def start(self) -> str:
+        return self._base_url
+
+    def stop(self) -> None:
+        return None
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def owns_server(self) -> bool:
+        return False

@@ -1,0 +1,199 @@
+"""The embedded default: an ``openenv-gym serve ...`` server in a child process.
+
+The child binds ``127.0.0.1`` on a free port (``--port 0``) and prints one
+``OPENENV_GYM_READY {...}`` line naming it; the provider then polls ``GET /health`` until
+the server answers. The child never outlives its parent:
+
+* :meth:`LocalServerProcess.stop` terminates it (then kills it after a grace period);
+* a ``weakref.finalize`` does the same when the provider is garbage collected or the
+  interpreter exits;
+* the child runs with ``--exit-with-parent`` and stops when its stdin (a pipe from the
+  parent) reaches EOF, which also happens when the parent is killed with ``SIGKILL``.
+
+Example:
+    >>> with LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"]) as server:  # doctest: +SKIP
+    ...     print(server.base_url)
+    http://127.0.0.1:40123
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, Final
+
+from openenv_gym.errors import ServerStartError
+from openenv_gym.providers.base import ServerProvider
+from openenv_gym.transport import is_healthy
+
+READY_PREFIX: Final = "OPENENV_GYM_READY "
+DEFAULT_STARTUP_TIMEOUT: Final = 60.0
+_LOG_LINES: Final = 200
+
+
+def _terminate(process: subprocess.Popen[str], grace: float = 5.0) -> None:
+    """Stop a child process: SIGTERM, wait, then SIGKILL. Never raises."""
+    if process.poll() is not None:
+        return
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+    except OSError:
+        pass
+    try:
+        process.terminate()
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(grace)
+    except OSError:
+        pass
+
+
+class LocalServerProcess(ServerProvider):
+    """Run ``python -m openenv_gym.cli serve <serve_args>`` on 127.0.0.1 as a child process.
+
+    Args:
+        serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``.
+            ``--host``, ``--port`` and ``--exit-with-parent`` are added by the provider.
+        startup_timeout: Seconds to wait for the server to be ready.
+        env: Extra environment variables for the child.
+    """
+
+    def __init__(
+        self,
+        serve_args: Sequence[str],
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.serve_args = list(serve_args)
+        self.startup_timeout = startup_timeout
+        self._env = dict(env or {})
+        self._process: subprocess.Popen[str] | None = None
+        self._base_url: str | None = None
+        self._log: collections.deque[str] = collections.deque(maxlen=_LOG_LINES)
+        self._ready = threading.Event()
+        self._ready_info: dict[str, Any] = {}
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def base_url(self) -> str | None:
+        return self._base_url
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def command(self) -> list[str]:
+        """The full command line of the child."""
+        return [
+            sys.executable,
+            "-m",
+            "openenv_gym.cli",
+            "serve",
+            *self.serve_args,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--exit-with-parent",
+        ]
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines the server printed."""
+        return "\n".join(list(self._log)[-lines:])
+
+    def start(self) -> str:
+        """Start the server and wait until ``/health`` answers; return its base URL.
+
+        Raises:
+            ServerStartError: The process exited, or was not ready within ``startup_timeout``
+                (the error carries the server's last output lines).
+        """
+        if self._base_url is not None:
+            return self._base_url
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
+        process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        self._process = process
+        self._finalizer = weakref.finalize(self, _terminate, process)
+        threading.Thread(
+            target=self._read_output,
+            args=(process.stdout,),
+            name=f"openenv-gym-server-log-{process.pid}",
+            daemon=True,
+        ).start()
+        try:
+            self._base_url = self._wait_until_ready(process)
+        except BaseException:
+            self.stop()
+            raise
+        return self._base_url
+
+    def _read_output(self, stream: IO[str] | None) -> None:
+        if stream is None:
+            return
+        for line in stream:
+            line = line.rstrip("\n")
+            if line.startswith(READY_PREFIX) and not self._ready.is_set():
+                try:
+                    self._ready_info = json.loads(line[len(READY_PREFIX) :])
+                except ValueError:
+                    self._log.append(line)
+                    continue
+                self._ready.set()
+            else:
+                self._log.append(line)
+
+    def _wait_until_ready(self, process: subprocess.Popen[str]) -> str:
+        deadline = time.monotonic() + self.startup_timeout
+        while not self._ready.wait(0.05):
+            if process.poll() is not None:
+                time.sleep(0.1)  # let the reader thread collect the last lines
+                raise ServerStartError(
+                    f"the server process exited with code {process.returncode} before it was "
+                    f"ready. Command: {' '.join(self.command)}\n--- server output ---\n"
+                    f"{self.log_tail()}",
+                    log=self.log_tail(),
+                )
+            if time.monotonic() > deadline:
+                raise self._timeout_error()
+        url = str(self._ready_info["url"])
+        while not is_healthy(url, timeout=1.0):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise self._timeout_error()
+            time.sleep(0.05)
+        return url
+
+    def _timeout_error(self) -> ServerStartError:
+        return ServerStartError(
+            f"the server was not ready within {self.startup_timeout:g}s. Command: "
+            f"{' '.join(self.command)}\n--- server output ---\n{self.log_tail()}",
+            log=self.log_tail(),
+        )
+
+    def stop(self) -> None:
+        """Terminate the server process. Idempotent."""
+        if self._finalizer is not None:
+            self._finalizer()  # runs _terminate once, then detaches
+        self._base_url = None
+
+    def __repr__(self) -> str:
+        state = self._base_url or "not started"
+        return f"LocalServerProcess({self.serve_args!r}, {state})"

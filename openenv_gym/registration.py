@@ -1,0 +1,80 @@
+"""The Gymnasium ids this package registers, and the factories behind them.
+
+* ``openenv/<GymId>`` for a set of classic-control ids (``openenv/CartPole-v1``, ...):
+  a Gymnasium env served as OpenEnv. Without ``base_url`` an embedded server is started
+  in a child process and stopped on ``close()``.
+* ``openenv/Gymnasium-v0``: the same for any id, ``gym.make("openenv/Gymnasium-v0",
+  env_id="Acrobot-v1")``.
+* ``openenv/Remote-v0``: any OpenEnv server, ``base_url`` required; the spaces come from
+  its ``GET /schema``.
+
+Registration happens on ``import openenv_gym``; ``gym.make("openenv_gym:openenv/CartPole-v1")``
+imports the package by itself, which is what spawned worker processes need.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import gymnasium as gym
+
+from openenv_gym.env import OpenEnvEnv
+from openenv_gym.providers.local import LocalServerProcess
+
+NAMESPACE: Final = "openenv"
+
+#: Gymnasium ids registered as ``openenv/<id>`` (served by our gymnasium server).
+SERVED_GYMNASIUM_IDS: Final = (
+    "CartPole-v1",
+    "MountainCar-v0",
+    "MountainCarContinuous-v0",
+    "Acrobot-v1",
+    "Pendulum-v1",
+)
+
+
+def make_gymnasium_env(
+    env_id: str,
+    base_url: str | None = None,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    startup_timeout: float = 60.0,
+    **kwargs: Any,
+) -> OpenEnvEnv:
+    """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
+
+    Args:
+        env_id: The Gymnasium id the server runs (only used to start the embedded server).
+        base_url: A running ``openenv-gym serve gymnasium`` (or compatible) server.
+        env_kwargs: ``gymnasium.make`` keyword arguments for the embedded server's env.
+        startup_timeout: Seconds to wait for the embedded server.
+        **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
+    """
+    if base_url is not None:
+        return OpenEnvEnv(base_url, **kwargs)
+    serve_args = ["gymnasium", "--env-id", env_id]
+    if env_kwargs:
+        serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
+    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
+    return OpenEnvEnv(provider=provider, **kwargs)
+
+
+def register_envs() -> None:
+    """Register the ``openenv/...`` ids with Gymnasium. Safe to call more than once."""
+    for gym_id in SERVED_GYMNASIUM_IDS:
+        _register(
+            f"{NAMESPACE}/{gym_id}",
+            entry_point="openenv_gym.registration:make_gymnasium_env",
+            kwargs={"env_id": gym_id},
+        )
+    _register(
+        f"{NAMESPACE}/Gymnasium-v0", entry_point="openenv_gym.registration:make_gymnasium_env"
+    )
+    _register(f"{NAMESPACE}/Remote-v0", entry_point="openenv_gym.env:OpenEnvEnv")
+
+
+def _register(env_id: str, **kwargs: Any) -> None:
+    if env_id not in gym.registry:
+        gym.register(env_id, **kwargs)

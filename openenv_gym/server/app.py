@@ -1,0 +1,240 @@
+"""OpenEnvServer: serve an :class:`~openenv_gym.server.Environment` over the OpenEnv protocol.
+
+Built directly on the ``websockets`` asyncio server, not on an ASGI stack, so a step round
+trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
+(``GenericEnvClient``, ``EnvClient`` subclasses) work against it unchanged.
+
+* ``/ws``: one WebSocket connection = one session = one environment from the factory
+  (see :mod:`openenv_gym.server.session`).
+* ``GET /health``, ``/schema``, ``/metadata``, ``/state`` (see :mod:`openenv_gym.server.routes`).
+  Only ``GET`` is served: the websockets HTTP parser rejects other methods, so the official
+  HTTP-only ``POST /reset`` and ``POST /step`` are not available.
+* permessage-deflate is off: it costs several times the step time on large frames.
+* Frames up to ``max_message_size`` are served; larger ones, up to a hard cap of
+  ``4 * max_message_size``, get a ``VALIDATION_ERROR`` reply and the session lives on.
+  Beyond the hard cap websockets closes the connection with code 1009 (message too big),
+  because the frame would have to be buffered in full first.
+
+Example:
+    >>> from openenv_gym.envs.gymnasium import gymnasium_server
+    >>> server = gymnasium_server("CartPole-v1", max_sessions=8)
+    >>> server.run("127.0.0.1", 8000)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from pydantic import BaseModel
+from websockets.asyncio.server import Server, serve
+
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.models import EnvironmentMetadata, State
+from openenv_gym.server.routes import HttpRoutes
+from openenv_gym.server.session import SessionManager
+
+logger = logging.getLogger("openenv_gym.server")
+
+DEFAULT_MAX_SESSIONS: Final = 64
+DEFAULT_MAX_MESSAGE_SIZE: Final = 16 * 1024 * 1024
+#: Frames up to ``HARD_CAP_FACTOR * max_message_size`` are read and answered with an error;
+#: larger ones close the connection (1009).
+HARD_CAP_FACTOR: Final = 4
+
+
+def format_url(host: str, port: int) -> str:
+    """``http://host:port``, with IPv6 hosts in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class OpenEnvServer:
+    """An OpenEnv-protocol server for one environment class.
+
+    Args:
+        env_factory: Builds one environment per session (and one throwaway for ``GET /state``).
+        action_type: The pydantic model a ``step`` message's data is validated with.
+        observation_type: Its JSON Schema is published under ``GET /schema``.
+        state_type: The state model published under ``GET /schema``.
+        metadata: ``GET /metadata``; asked once from a fresh environment when ``None``.
+        max_sessions: Concurrent sessions; the next connection gets ``CAPACITY_REACHED``.
+        idle_timeout: Close sessions silent for this many seconds; ``None`` keeps them.
+        max_message_size: Largest client frame in bytes that is processed.
+
+    Raises:
+        ValueError: A limit is not positive.
+    """
+
+    def __init__(
+        self,
+        env_factory: Callable[[], Environment[Any, Any, Any]],
+        *,
+        action_type: type[BaseModel],
+        observation_type: type[BaseModel],
+        state_type: type[BaseModel] = State,
+        metadata: EnvironmentMetadata | None = None,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        idle_timeout: float | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"expected idle_timeout > 0 seconds or None, got {idle_timeout}")
+        if max_message_size < 1:
+            raise ValueError(f"expected max_message_size >= 1 byte, got {max_message_size}")
+        self.env_factory = env_factory
+        self.action_type = action_type
+        self.observation_type = observation_type
+        self.state_type = state_type
+        self.max_message_size = max_message_size
+        self.routes = HttpRoutes(
+            env_factory,
+            action_type=action_type,
+            observation_type=observation_type,
+            state_type=state_type,
+            metadata=metadata,
+        )
+        self.sessions = SessionManager(
+            env_factory,
+            action_type=action_type,
+            max_sessions=max_sessions,
+            idle_timeout=idle_timeout,
+            max_message_size=max_message_size,
+        )
+        self._server: Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested: asyncio.Event | None = None
+        self._stop_task: asyncio.Task[None] | None = None
+        self.host: str | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running server.
+
+        Raises:
+            RuntimeError: The server is not started.
+        """
+        if self.host is None or self.port is None:
+            raise RuntimeError("the server is not started; call start() first")
+        return format_url(self.host, self.port)
+
+    @property
+    def active_sessions(self) -> int:
+        """The number of open sessions."""
+        return self.sessions.active_sessions
+
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False
+    ) -> int:
+        """Listen on ``host:port`` (``port=0``: a free port) and return the bound port.
+
+        Args:
+            reuse_port: Set ``SO_REUSEPORT`` so several server processes share the port.
+
+        Raises:
+            RuntimeError: The server is already started.
+            OSError: The address cannot be bound.
+        """
+        if self._server is not None:
+            raise RuntimeError(f"the server is already listening on {self.url}")
+        self._server = await serve(
+            self.sessions.handle,
+            host,
+            port,
+            process_request=self.routes.process_request,
+            compression=None,
+            max_size=HARD_CAP_FACTOR * self.max_message_size,
+            reuse_port=reuse_port,
+        )
+        self._loop = asyncio.get_running_loop()
+        self._stop_requested = asyncio.Event()
+        self._stop_task = None
+        self.sessions.start()
+        sockname = next(iter(self._server.sockets)).getsockname()
+        self.host, self.port = host, int(sockname[1])
+        logger.info("OpenEnv server listening on %s", self.url)
+        return self.port
+
+    async def stop(self) -> None:
+        """Close every session and its environment, and stop listening. Idempotent."""
+        if self._server is None:
+            return
+        if self._stop_task is None:
+            self._stop_task = asyncio.get_running_loop().create_task(self._shutdown())
+        await asyncio.shield(self._stop_task)
+
+    async def _shutdown(self) -> None:
+        server = self._server
+        assert server is not None  # stop() checked
+        server.close()  # closes open connections with 1001 and waits for their handlers
+        await server.wait_closed()
+        await self.sessions.stop()
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+        self._server = None
+        logger.info("OpenEnv server stopped")
+
+    def request_stop(self) -> None:
+        """Ask a running :meth:`serve_forever` to stop. Thread-safe; safe to call twice."""
+        loop, event = self._loop, self._stop_requested
+        if loop is None or event is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(event.set)
+
+    async def serve_forever(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_ready: Callable[[str, int], None] | None = None,
+        *,
+        reuse_port: bool = False,
+    ) -> None:
+        """Start, call ``on_ready(host, port)``, then serve until stopped.
+
+        :meth:`stop` (from this loop) or :meth:`request_stop` (from any thread) ends it.
+        """
+        bound = await self.start(host, port, reuse_port=reuse_port)
+        assert self._stop_requested is not None  # set by start()
+        try:
+            if on_ready is not None:
+                on_ready(host, bound)
+            await self._stop_requested.wait()
+        finally:
+            await self.stop()
+
+    def run(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_ready: Callable[[str, int], None] | None = None,
+        *,
+        reuse_port: bool = False,
+    ) -> None:
+        """Serve in the current thread until SIGINT/SIGTERM or :meth:`request_stop`."""
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(NotImplementedError, RuntimeError):
+                        loop.add_signal_handler(sig, self.request_stop)
+            await self.serve_forever(host, port, on_ready, reuse_port=reuse_port)
+
+        asyncio.run(main())
+
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_MAX_SESSIONS",
+    "HARD_CAP_FACTOR",
+    "OpenEnvServer",
+    "format_url",
+]

@@ -1,0 +1,139 @@
+"""The plain HTTP GET endpoints of the server, answered during the WebSocket handshake.
+
+The websockets server hands every request to :meth:`HttpRoutes.process_request` first.
+A WebSocket upgrade to ``/ws`` goes on to the session handler; everything else gets a JSON
+response and the connection is closed (no keep-alive):
+
+* ``GET /health``   -> ``{"status": "healthy"}``
+* ``GET /schema``   -> ``{"action": ..., "observation": ..., "state": ...,
+  "reset_observation": ...}`` (JSON Schemas; ``reset_observation`` is the observation
+  schema, as the official server sends by default)
+* ``GET /metadata`` -> the ``EnvironmentMetadata`` fields, nulls included
+* ``GET /state``    -> the state of a freshly built environment (as the official server does)
+* anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
+
+Limitation: websockets' HTTP parser accepts only ``GET``; the official server's HTTP-only
+``POST /reset`` and ``POST /step`` are not served (such a request is dropped without a
+response). Every official client steps over ``/ws``, which is served in full.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from websockets.asyncio.server import ServerConnection
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from openenv_gym.protocol import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.models import EnvironmentMetadata
+
+logger = logging.getLogger("openenv_gym.server")
+
+
+def json_response(status: int, body: Any) -> Response:
+    """A complete HTTP response with a JSON body and ``Connection: close``."""
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    status_enum = http.HTTPStatus(status)
+    headers = Headers(
+        [
+            ("Date", email.utils.formatdate(usegmt=True)),
+            ("Connection", "close"),
+            ("Content-Length", str(len(payload))),
+            ("Content-Type", "application/json"),
+        ]
+    )
+    return Response(status_enum.value, status_enum.phrase, headers, payload)
+
+
+def _is_upgrade(request: Request) -> bool:
+    return "websocket" in request.headers.get("Upgrade", "").lower()
+
+
+class HttpRoutes:
+    """The GET endpoints of one server.
+
+    Args:
+        env_factory: Builds a throwaway environment for ``/state`` (and ``/metadata``
+            when no metadata is given).
+        action_type: Its JSON Schema is ``/schema``'s ``action``.
+        observation_type: Its JSON Schema is ``/schema``'s ``observation``.
+        state_type: Its JSON Schema is ``/schema``'s ``state``.
+        metadata: What ``/metadata`` answers; asked from a fresh environment (once) if ``None``.
+    """
+
+    def __init__(
+        self,
+        env_factory: Callable[[], Environment[Any, Any, Any]],
+        *,
+        action_type: type[BaseModel],
+        observation_type: type[BaseModel],
+        state_type: type[BaseModel],
+        metadata: EnvironmentMetadata | None = None,
+    ) -> None:
+        self._env_factory = env_factory
+        self._schema = {
+            "action": action_type.model_json_schema(),
+            "observation": observation_type.model_json_schema(),
+            "state": state_type.model_json_schema(),
+        }
+        self._schema["reset_observation"] = self._schema["observation"]
+        self._metadata = metadata
+        self._routes: dict[str, Callable[[], Any]] = {
+            HEALTH_PATH: lambda: {"status": "healthy"},
+            SCHEMA_PATH: lambda: self._schema,
+            METADATA_PATH: self._get_metadata,
+            STATE_PATH: self._get_state,
+        }
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """What ``GET /schema`` answers."""
+        return self._schema
+
+    def _get_metadata(self) -> dict[str, Any]:
+        if self._metadata is None:
+            env = self._env_factory()
+            try:
+                self._metadata = env.get_metadata()
+            finally:
+                env.close()
+        return self._metadata.model_dump(mode="json")
+
+    def _get_state(self) -> dict[str, Any]:
+        env = self._env_factory()
+        try:
+            state = env.state
+            return state.model_dump(mode="json") if isinstance(state, BaseModel) else dict(state)
+        finally:
+            env.close()
+
+    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        """The websockets ``process_request`` hook: a response, or ``None`` to open a session."""
+        path = request.path.split("?", 1)[0]
+        if _is_upgrade(request):
+            if path == WS_PATH:
+                return None
+            return json_response(404, {"detail": "Not Found"})
+        route = self._routes.get(path)
+        if route is None:
+            if path == WS_PATH:
+                return json_response(
+                    426, {"detail": "Upgrade Required: /ws takes WebSocket connections"}
+                )
+            return json_response(404, {"detail": "Not Found"})
+        try:
+            return json_response(200, route())
+        except Exception as exc:
+            logger.warning("GET %s failed", path, exc_info=True)
+            return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
+
+
+__all__ = ["HttpRoutes", "json_response"]

@@ -1,0 +1,351 @@
+"""WebSocket sessions: one connection, one environment instance, one message at a time.
+
+:class:`SessionManager` is the connection handler behind ``/ws``. For each connection it
+checks capacity, builds an environment with the factory, then answers every frame with
+exactly one reply, the way the official ``openenv`` server (0.10.0) does:
+
+==========================================  ==================================================
+client frame                                 reply
+==========================================  ==================================================
+``{"type":"reset","data":{...}}``            ``observation`` (reset keys the env's ``reset``
+                                             signature does not accept are dropped)
+``{"type":"step","data":{<action>}}``        ``observation``
+``{"type":"state"}``                         ``state``
+``{"type":"close"}``                         none; the session ends
+invalid JSON / non-UTF-8 binary frame        ``error`` ``INVALID_JSON``
+not an object, wrong keys, invalid action    ``error`` ``VALIDATION_ERROR`` (with ``errors``
+                                             for an invalid action)
+unknown ``type``                             ``error`` ``UNKNOWN_TYPE``
+env raises in reset/step/state               ``error`` ``EXECUTION_ERROR``
+(env raises ``CodecError`` in step)          ``error`` ``VALIDATION_ERROR``
+frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` naming both sizes
+==========================================  ==================================================
+
+After any error reply the session lives on. Two cases end it: all session slots taken
+(``CAPACITY_REACHED`` with ``active_sessions``/``max_sessions``, then close) and a factory
+that raises (``FACTORY_ERROR``, then close). A session without a message for
+``idle_timeout`` seconds is closed with code 1000 and reason ``"idle timeout"``.
+
+Environment calls run inline on the event loop: no thread hop per step. CPU-bound scaling
+comes from several server processes, not from threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from openenv_gym.errors import CodecError
+from openenv_gym.protocol import (
+    ClientMessageError,
+    ErrorCode,
+    MessageType,
+    error_message,
+    observation_message,
+    parse_client_message,
+    state_reply_message,
+)
+from openenv_gym.server.environment import Environment
+
+logger = logging.getLogger("openenv_gym.server")
+
+#: Close reason sent to a session closed for inactivity.
+IDLE_CLOSE_REASON: Final = "idle timeout"
+_OBSERVATION_EXCLUDE: Final = frozenset({"reward", "done"})
+
+
+def _json_fallback(value: Any) -> Any:
+    """Serialize what pydantic cannot: numpy arrays and scalars (anything with ``tolist``)."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    raise TypeError(f"cannot serialize a {type(value).__name__} as JSON: {value!r:.100}")
+
+
+def encode_reply(message: dict[str, Any]) -> bytes:
+    """Encode a reply as compact UTF-8 JSON, the way the official server does (pydantic's
+    serializer: non-finite floats become ``null``). Several times faster than ``json.dumps``.
+    """
+    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+
+
+def _factory_name(factory: Callable[..., Any]) -> str:
+    return str(getattr(factory, "__qualname__", None) or getattr(factory, "__name__", factory))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def _reset_kwargs_filter(env: Environment[Any, Any, Any]) -> Callable[[dict[str, Any]], Any]:
+    """A function keeping the reset keys ``env.reset`` accepts (official ``_get_valid_kwargs``)."""
+    try:
+        parameters = inspect.signature(env.reset).parameters
+    except (TypeError, ValueError):
+        return lambda data: data
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return lambda data: data
+    accepted = frozenset(parameters)
+    return lambda data: {k: v for k, v in data.items() if k in accepted}
+
+
+def serialize_observation(observation: Any) -> dict[str, Any]:
+    """An ``observation`` reply for ``observation`` exactly like the official server's.
+
+    The observation dict keeps ``metadata`` (the official ``serialize_observation`` only
+    excludes ``reward`` and ``done``); a non-empty ``metadata`` also goes beside it.
+    """
+    if not isinstance(observation, BaseModel):
+        raise TypeError(
+            "expected the environment to return an Observation (a pydantic model), "
+            f"got {type(observation).__name__}"
+        )
+    fields = observation.model_dump(exclude=_OBSERVATION_EXCLUDE)  # type: ignore[arg-type]
+    reward = getattr(observation, "reward", None)
+    done = bool(getattr(observation, "done", False))
+    return observation_message(fields, reward, done, fields.get("metadata"))
+
+
+def _serialize_state(state: Any) -> dict[str, Any]:
+    if isinstance(state, BaseModel):
+        return state_reply_message(state.model_dump())
+    return state_reply_message(dict(state) if state else {})
+
+
+class _Session:
+    """One live session: its connection, its env and when it last heard from the client."""
+
+    __slots__ = ("env", "filter_reset", "idle_closing", "last_activity", "websocket")
+
+    def __init__(self, websocket: ServerConnection, env: Environment[Any, Any, Any]) -> None:
+        self.websocket = websocket
+        self.env = env
+        self.filter_reset = _reset_kwargs_filter(env)
+        self.last_activity = time.monotonic()
+        self.idle_closing = False
+
+
+class SessionManager:
+    """Runs the ``/ws`` sessions of one server: capacity, dispatch, idle reaping, cleanup.
+
+    Args:
+        env_factory: Builds one environment per session.
+        action_type: The pydantic model ``step`` data is validated with.
+        max_sessions: Concurrent sessions; one more gets ``CAPACITY_REACHED``.
+        idle_timeout: Seconds without a message before a session is closed; ``None``: never.
+        max_message_size: Frames larger than this (bytes) get a ``VALIDATION_ERROR`` reply.
+    """
+
+    def __init__(
+        self,
+        env_factory: Callable[[], Environment[Any, Any, Any]],
+        *,
+        action_type: type[BaseModel],
+        max_sessions: int,
+        idle_timeout: float | None,
+        max_message_size: int,
+    ) -> None:
+        self.env_factory = env_factory
+        self.action_type = action_type
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.max_message_size = max_message_size
+        self._sessions: set[_Session] = set()
+        self._reaper: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def active_sessions(self) -> int:
+        """The number of sessions holding an environment right now."""
+        return len(self._sessions)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Start the idle reaper (when an ``idle_timeout`` is set); needs a running loop."""
+        if self.idle_timeout is not None and self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle_sessions())
+
+    async def stop(self) -> None:
+        """Stop the reaper and close every environment still open."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        for session in list(self._sessions):
+            self._sessions.discard(session)
+            _close_env(session.env)
+        pending = list(self._background)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _reap_idle_sessions(self) -> None:
+        assert self.idle_timeout is not None  # only started with a timeout
+        timeout = self.idle_timeout
+        period = max(0.01, min(1.0, timeout / 4))
+        while True:
+            await asyncio.sleep(period)
+            deadline = time.monotonic() - timeout
+            for session in list(self._sessions):
+                if session.last_activity <= deadline and not session.idle_closing:
+                    session.idle_closing = True
+                    logger.info("closing a session idle for %.1f s", timeout)
+                    task = asyncio.get_running_loop().create_task(
+                        session.websocket.close(1000, IDLE_CLOSE_REASON)
+                    )
+                    self._background.add(task)
+                    task.add_done_callback(self._background.discard)
+
+    # ----------------------------------------------------------------- connections
+
+    async def handle(self, websocket: ServerConnection) -> None:
+        """The websockets connection handler: one session from open to close."""
+        if len(self._sessions) >= self.max_sessions:
+            active = len(self._sessions)
+            await self._send_and_close(
+                websocket,
+                error_message(
+                    ErrorCode.CAPACITY_REACHED,
+                    f"Server at capacity: {active}/{self.max_sessions} sessions active. "
+                    "Cannot accept new connections.",
+                    active_sessions=active,
+                    max_sessions=self.max_sessions,
+                ),
+            )
+            return
+        try:
+            env = self.env_factory()
+        except Exception as exc:
+            name = _factory_name(self.env_factory)
+            logger.warning("environment factory %s failed", name, exc_info=True)
+            await self._send_and_close(
+                websocket,
+                error_message(
+                    ErrorCode.FACTORY_ERROR,
+                    f"Environment factory '{name}' failed to create instance: "
+                    f"{type(exc).__name__}: {_describe(exc)}",
+                    factory_name=name,
+                ),
+            )
+            return
+        session = _Session(websocket, env)
+        self._sessions.add(session)
+        try:
+            await self._serve(session)
+        finally:
+            if session in self._sessions:
+                self._sessions.discard(session)
+                _close_env(env)
+
+    async def _send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await websocket.send(encode_reply(message), text=True)
+        await websocket.close()
+
+    async def _serve(self, session: _Session) -> None:
+        websocket = session.websocket
+        recv = websocket.recv
+        send = websocket.send
+        dispatch = self._dispatch
+        try:
+            while True:
+                raw = await recv(decode=False)
+                session.last_activity = time.monotonic()
+                reply = dispatch(session, raw)
+                if reply is None:
+                    break
+                await send(reply, text=True)
+        except ConnectionClosed:
+            return
+        await websocket.close()
+
+    # ----------------------------------------------------------------- messages
+
+    def _dispatch(self, session: _Session, raw: bytes) -> bytes | None:
+        """The encoded reply to one frame; ``None`` for ``close``."""
+        if len(raw) > self.max_message_size:
+            return encode_reply(
+                error_message(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"Message too large: {len(raw)} bytes exceeds this server's limit of "
+                    f"{self.max_message_size} bytes (max_message_size). Send smaller messages "
+                    "or start the server with a larger --max-message-size.",
+                    size=len(raw),
+                    max_message_size=self.max_message_size,
+                )
+            )
+        try:
+            message = parse_client_message(raw)
+        except ClientMessageError as exc:
+            logger.debug("bad client frame: %s", exc.message)
+            return encode_reply(error_message(exc.code, exc.message))
+        kind = message.type
+        if kind == MessageType.CLOSE:
+            return None
+        env = session.env
+        try:
+            if kind == MessageType.STEP:
+                action = self.action_type.model_validate(message.data)
+                reply = serialize_observation(env.step(action))
+            elif kind == MessageType.RESET:
+                reply = serialize_observation(env.reset(**session.filter_reset(message.data)))
+            else:
+                reply = _serialize_state(env.state)
+            return encode_reply(reply)
+        except ValidationError as exc:
+            return encode_reply(
+                error_message(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"Invalid message: {exc.error_count()} validation error(s) for "
+                    f"{exc.title}: {_first_error(exc)}",
+                    errors=_json_safe_errors(exc),
+                )
+            )
+        except CodecError as exc:
+            return encode_reply(error_message(ErrorCode.VALIDATION_ERROR, _describe(exc)))
+        except Exception as exc:
+            logger.warning("environment %s failed in %s", type(env).__name__, kind, exc_info=True)
+            return encode_reply(
+                error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}")
+            )
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "<root>"
+    return f"{where}: {first.get('msg', '')}"
+
+
+def _json_safe_errors(exc: ValidationError) -> list[Any]:
+    """Pydantic's error list as plain JSON (context objects become strings)."""
+    try:
+        return list(json.loads(exc.json()))
+    except (TypeError, ValueError):
+        return [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors(include_url=False)
+        ]
+
+
+def _close_env(env: Environment[Any, Any, Any]) -> None:
+    try:
+        env.close()
+    except Exception:
+        logger.warning("closing environment %s failed", type(env).__name__, exc_info=True)
+
+
+__all__ = ["IDLE_CLOSE_REASON", "SessionManager", "encode_reply", "serialize_observation"]

@@ -1,0 +1,253 @@
+"""Observation and action codecs: the env's spaces and the wire <-> space conversions.
+
+Build them from a JSON Schema (``GET /schema``) or from the Pydantic classes; both go through
+:mod:`openenv_gym.spaces.schema`, so one set of rules applies.
+
+Example:
+    >>> from pydantic import BaseModel, Field
+    >>> class Move(BaseModel):
+    ...     square: int = Field(ge=0, lt=64)
+    >>> codec = action_codec_for_model(Move)
+    >>> codec.space, codec.encode(12), codec.decode({"square": 12})
+    (Discrete(64), {'square': 12}, np.int64(12))
+    >>> codec.encode(64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    openenv_gym.errors.ActionOutOfSpaceError: action 64 is not in the action space ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from gymnasium import spaces
+from pydantic import BaseModel
+
+from openenv_gym.errors import (
+    ActionOutOfSpaceError,
+    CodecError,
+    ObservationMismatchError,
+    SpaceMappingError,
+)
+from openenv_gym.spaces.describe import describe_space, describe_value
+from openenv_gym.spaces.membership import coerce
+from openenv_gym.spaces.schema import SchemaMapping, map_action_schema, map_observation_schema
+
+
+class ObservationCodec:
+    """The observation space of an env and the conversions of its wire observations.
+
+    Attributes:
+        space: The observation space.
+        key: The wire field that is the whole observation (``x-observation-key``), or ``None``
+            when the space is a ``Dict`` of the mapped fields.
+        truncated_key: The boolean field carrying truncation (``x-truncated-key``), or
+            ``None``. It is not part of the space.
+    """
+
+    def __init__(self, mapping: SchemaMapping) -> None:
+        self._codec = mapping.codec
+        self.space: spaces.Space[Any] = mapping.codec.space
+        self.key: str | None = mapping.key
+        self.truncated_key: str | None = mapping.truncated_key
+
+    def decode(self, observation: Mapping[str, Any]) -> Any:
+        """The ``observation`` object of a reply -> an element of :attr:`space`.
+
+        Raises:
+            ObservationMismatchError: A field is missing, has the wrong type or size, or its
+                value is outside the space; ``field`` names it.
+        """
+        if not isinstance(observation, Mapping):
+            raise ObservationMismatchError(
+                "expected the observation as an object of fields, "
+                f"got {describe_value(observation)}"
+            )
+        try:
+            if self.key is None:
+                return self._codec.decode(observation, "")
+            if self.key not in observation:
+                raise CodecError(
+                    f"field {self.key!r}: missing; the observation has fields {list(observation)}",
+                    field=self.key,
+                )
+            return self._codec.decode(observation[self.key], self.key)
+        except CodecError as exc:
+            raise ObservationMismatchError(
+                f"the server's observation does not fit the observation space: {exc}. If the "
+                "server's schema is imprecise, pass an explicit space for the field "
+                "(observation field_spaces) or exclude it",
+                field=exc.field,
+            ) from exc
+
+    def extras(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        """The wire fields that are not in the space (nested ones under dotted paths)."""
+        out: dict[str, Any] = {}
+        if not isinstance(observation, Mapping):
+            return out
+        if self.key is None:
+            self._codec.collect_extras(observation, "", out)
+            return out
+        for name, value in observation.items():
+            if name == self.key:
+                self._codec.collect_extras(value, name, out)
+            else:
+                out[name] = value
+        return out
+
+    def encode(self, value: Any) -> dict[str, Any]:
+        """An element of :attr:`space` -> the wire observation fields (server side, tests).
+
+        Raises:
+            ObservationMismatchError: ``value`` is not an element of the space.
+        """
+        try:
+            member = coerce(self.space, value, self.key or "")
+        except CodecError as exc:
+            raise ObservationMismatchError(
+                f"observation {describe_value(value)} is not in the observation space "
+                f"{describe_space(self.space)}: {exc}",
+                field=exc.field,
+            ) from exc
+        wire = self._codec.encode(member, self.key or "")
+        return {self.key: wire} if self.key is not None else wire
+
+    def __repr__(self) -> str:
+        return f"ObservationCodec({describe_space(self.space)})"
+
+
+class ActionCodec:
+    """The action space of an env and the conversions of its actions.
+
+    Attributes:
+        space: The action space.
+        key: The wire field that is the whole action (a single-field action or
+            ``x-action-key``), or ``None`` when the space is a ``Dict`` of fields.
+    """
+
+    def __init__(self, mapping: SchemaMapping) -> None:
+        self._codec = mapping.codec
+        self.space: spaces.Space[Any] = mapping.codec.space
+        self.key: str | None = mapping.key
+
+    def encode(self, action: Any) -> dict[str, Any]:
+        """A Gymnasium action -> the wire action object.
+
+        Raises:
+            ActionOutOfSpaceError: ``action`` is not an element of :attr:`space`; nothing
+                should be sent.
+        """
+        try:
+            member = coerce(self.space, action, self.key or "")
+        except CodecError as exc:
+            raise ActionOutOfSpaceError(
+                f"action {describe_value(action)} is not in the action space "
+                f"{describe_space(self.space)}: {exc}. Use env.action_space.sample() to see a "
+                "valid action",
+                field=exc.field,
+            ) from exc
+        wire = self._codec.encode(member, self.key or "")
+        return {self.key: wire} if self.key is not None else wire
+
+    def decode(self, data: Mapping[str, Any]) -> Any:
+        """A wire action object -> an element of :attr:`space` (server side).
+
+        Fields the space does not hold (optional fields, ``metadata``) are ignored.
+
+        Raises:
+            ActionOutOfSpaceError: A field is missing or does not fit the space.
+        """
+        if not isinstance(data, Mapping):
+            raise ActionOutOfSpaceError(
+                f"expected the action as an object of fields, got {describe_value(data)}"
+            )
+        try:
+            if self.key is None:
+                return self._codec.decode(data, "")
+            if self.key not in data:
+                raise CodecError(
+                    f"field {self.key!r}: missing; the action has fields {list(data)}",
+                    field=self.key,
+                )
+            return self._codec.decode(data[self.key], self.key)
+        except CodecError as exc:
+            raise ActionOutOfSpaceError(
+                f"the action does not fit the action space {describe_space(self.space)}: {exc}",
+                field=exc.field,
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"ActionCodec({describe_space(self.space)})"
+
+
+def observation_codec(
+    schema: Mapping[str, Any],
+    *,
+    field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
+    field_shapes: Mapping[str, Sequence[int]] | None = None,
+    exclude: Collection[str] = (),
+) -> ObservationCodec:
+    """The observation codec for an observation JSON Schema.
+
+    Args:
+        schema: The ``observation`` entry of ``GET /schema`` (``model_json_schema()``).
+        field_spaces: Explicit spaces by (dotted) field name; they win over the schema.
+        field_shapes: Shapes for arrays without a fixed length (flat wire lists are reshaped).
+        exclude: Fields left out of the space; they come back from :meth:`~ObservationCodec.extras`.
+
+    Raises:
+        SpaceMappingError: A field cannot be mapped (the message names it and says what to
+            pass), or an option names an unknown field.
+    """
+    return ObservationCodec(
+        map_observation_schema(
+            schema, field_spaces=field_spaces, field_shapes=field_shapes, exclude=exclude
+        )
+    )
+
+
+def action_codec(
+    schema: Mapping[str, Any],
+    *,
+    field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
+    field_shapes: Mapping[str, Sequence[int]] | None = None,
+    include: Collection[str] = (),
+) -> ActionCodec:
+    """The action codec for an action JSON Schema.
+
+    Args:
+        schema: The ``action`` entry of ``GET /schema`` (``model_json_schema()``).
+        field_spaces: Explicit spaces by (dotted) field name; they win over the schema, and an
+            optional field given a space is part of the action.
+        field_shapes: Shapes for arrays without a fixed length.
+        include: Optional fields (with a server default) to make part of the action space.
+
+    Raises:
+        SpaceMappingError: A field cannot be mapped (the message names it and says what to
+            pass), or an option names an unknown field.
+    """
+    return ActionCodec(
+        map_action_schema(
+            schema, field_spaces=field_spaces, field_shapes=field_shapes, include=include
+        )
+    )
+
+
+def _model_schema(model: Any, role: str) -> dict[str, Any]:
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise SpaceMappingError(
+            f"expected the {role} class as a pydantic BaseModel subclass, got {model!r}",
+            field="",
+        )
+    return model.model_json_schema()
+
+
+def observation_codec_for_model(model: type[BaseModel], **kwargs: Any) -> ObservationCodec:
+    """:func:`observation_codec` for ``model.model_json_schema()``."""
+    return observation_codec(_model_schema(model, "observation"), **kwargs)
+
+
+def action_codec_for_model(model: type[BaseModel], **kwargs: Any) -> ActionCodec:
+    """:func:`action_codec` for ``model.model_json_schema()``."""
+    return action_codec(_model_schema(model, "action"), **kwargs)

@@ -1,0 +1,453 @@
+"""Field codecs: one JSON wire value <-> one element of a Gymnasium space.
+
+A schema becomes a tree of :class:`FieldCodec` objects (see :mod:`openenv_gym.spaces.schema`);
+each knows its space, how to turn the wire value into an element of that space (``decode``,
+strict: wrong types, sizes and out-of-space values raise) and back (``encode``, for values
+already checked by :func:`openenv_gym.spaces.membership.coerce`).
+
+Decoded values obey the space exactly: Box/MultiDiscrete/MultiBinary values are arrays of the
+space's dtype and shape, Discrete values are numpy integer scalars of the space's dtype, Text
+values are ``str``, Dict values are ``OrderedDict`` in the space's key order.
+
+Null handling (``Optional[X]`` fields, :class:`OptionalCodec`): a JSON ``null`` decodes to the
+*neutral* element of X's space: zeros (clipped into the bounds) for Box, ``start`` for
+Discrete (index 0 for enums and ``False`` for booleans), ``start`` for MultiDiscrete, zeros for
+MultiBinary, ``""`` for Text (when ``min_length > 0``: that many spaces, or of the charset's
+first character if it has no space), and the neutral element of every member for Dict and
+Tuple. Encoding never produces ``null``.
+
+Example:
+    >>> from gymnasium import spaces
+    >>> codec = EnumCodec(["rgb", "grayscale", "ram"])
+    >>> codec.space, codec.decode("ram", "obs_type"), codec.encode(1, "obs_type")
+    (Discrete(3), np.int64(2), 'grayscale')
+"""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+from gymnasium import spaces
+
+from openenv_gym.errors import CodecError, SpaceMappingError
+from openenv_gym.spaces.describe import describe_space, describe_value
+
+_CHARSET_BLOCKS: Final = (
+    (0x00A0, 0x024F),  # Latin-1 Supplement, Latin Extended-A and -B
+    (0x0370, 0x03FF),  # Greek and Coptic
+    (0x0400, 0x04FF),  # Cyrillic
+    (0x2000, 0x206F),  # General Punctuation
+    (0x20A0, 0x20CF),  # Currency Symbols
+    (0x2190, 0x21FF),  # Arrows
+    (0x2500, 0x25FF),  # Box Drawing, Block Elements, Geometric Shapes
+    (0x2600, 0x26FF),  # Miscellaneous Symbols (chess pieces, card suits, ...)
+)
+
+
+def _default_charset() -> str:
+    extra = (
+        chr(code)
+        for low, high in _CHARSET_BLOCKS
+        for code in range(low, high + 1)
+        if unicodedata.category(chr(code)) not in ("Cc", "Cn", "Cs")
+    )
+    return string.printable + "".join(extra)
+
+
+#: The characters of a string field's Text space: ``string.printable`` (ASCII letters, digits,
+#: punctuation, space, ``\t\n\r\x0b\x0c``) plus the assigned non-control characters of
+#: Latin-1 Supplement, Latin Extended-A/B, Greek, Cyrillic, General Punctuation, Currency
+#: Symbols, Arrows, Box Drawing/Block Elements/Geometric Shapes and Miscellaneous Symbols.
+DEFAULT_TEXT_CHARSET: Final[str] = _default_charset()
+
+
+class DefaultCharsetText(spaces.Text):
+    """``Text`` over :data:`DEFAULT_TEXT_CHARSET` whose repr does not list ~1800 characters.
+
+    It equals a plain ``Text`` with the same lengths and charset.
+
+    Example:
+        >>> DefaultCharsetText(90)
+        Text(0, 90, charset=DEFAULT_TEXT_CHARSET)
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: Any = None) -> None:
+        super().__init__(max_length, min_length=min_length, charset=DEFAULT_TEXT_CHARSET, seed=seed)
+
+    def __repr__(self) -> str:
+        return f"Text({self.min_length}, {self.max_length}, charset=DEFAULT_TEXT_CHARSET)"
+
+
+class FieldCodec(ABC):
+    """Converts one field's wire value to an element of :attr:`space` and back."""
+
+    space: spaces.Space[Any]
+
+    @abstractmethod
+    def decode(self, wire: Any, path: str) -> Any:
+        """Wire value -> element of :attr:`space`.
+
+        Raises:
+            CodecError: The value does not fit; ``field`` is ``path``.
+        """
+
+    @abstractmethod
+    def encode(self, value: Any, path: str) -> Any:
+        """Element of :attr:`space` (already membership-checked) -> JSON-able wire value."""
+
+    @abstractmethod
+    def neutral(self) -> Any:
+        """The element a JSON ``null`` decodes to (see the module docstring)."""
+
+    def collect_extras(self, wire: Any, path: str, out: dict[str, Any]) -> None:  # noqa: B027
+        """Add wire values this codec does not map to ``out`` under their dotted paths.
+
+        Leaves map their whole value, so the default adds nothing.
+        """
+
+    def _mismatch(self, path: str, expected: str, wire: Any, why: str = "") -> CodecError:
+        where = f"field {path!r}: " if path else ""
+        tail = f" ({why})" if why else ""
+        return CodecError(
+            f"{where}expected {expected}, got {describe_value(wire)}{tail}", field=path
+        )
+
+
+class NumericArrayCodec(FieldCodec):
+    """Box, MultiDiscrete and MultiBinary values, including Box of shape ``()`` for scalars.
+
+    Wire values are (nested) lists or numbers; a flat list whose size matches is reshaped
+    (the official Atari server sends its screen flattened). ``wire_bool`` makes ``encode``
+    send booleans (a MultiBinary mapped from an array of JSON booleans).
+    """
+
+    def __init__(
+        self,
+        space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary,
+        *,
+        wire_bool: bool = False,
+    ) -> None:
+        self.space = space
+        self.wire_bool = wire_bool
+        self._dtype = np.dtype(space.dtype)
+        self._shape: tuple[int, ...] = tuple(space.shape)
+        self._size = int(np.prod(self._shape))
+        if isinstance(space, spaces.Box):
+            self._low: Any = space.low
+            self._high: Any = space.high
+        elif isinstance(space, spaces.MultiDiscrete):
+            self._low, self._high = space.start, space.start + space.nvec - 1
+        else:
+            self._low, self._high = 0, 1
+        self._accepts_bool = isinstance(space, spaces.MultiBinary) or self._dtype.kind == "b"
+
+    def decode(self, wire: Any, path: str) -> np.ndarray:
+        expected = describe_space(self.space)
+        try:
+            array = np.asarray(wire)
+        except (ValueError, TypeError) as exc:
+            raise self._mismatch(path, expected, wire, f"not a regular array: {exc}") from exc
+        kind = array.dtype.kind
+        if kind not in "biuf" or (kind == "b" and not self._accepts_bool):
+            what = "booleans" if kind == "b" else f"non-numeric data (dtype {array.dtype})"
+            raise self._mismatch(path, expected, wire, what)
+        if kind == "f" and self._dtype.kind in "biu":
+            with np.errstate(invalid="ignore"):
+                integral = np.all(np.isfinite(array)) and np.all(array == np.trunc(array))
+            if not integral:
+                raise self._mismatch(path, expected, wire, "non-integer numbers")
+        if array.shape != self._shape:
+            if array.size != self._size:
+                raise self._mismatch(
+                    path,
+                    f"{self._size} values (shape {self._shape}) for {expected}",
+                    wire,
+                    f"shape {array.shape}",
+                )
+            array = array.reshape(self._shape)
+        if self._dtype.kind == "f":
+            array = array.astype(self._dtype, copy=False)
+        self._check_bounds(array, wire, path)
+        return array.astype(self._dtype, copy=False)
+
+    def _check_bounds(self, array: np.ndarray, wire: Any, path: str) -> None:
+        with np.errstate(invalid="ignore"):
+            inside = (array >= self._low) & (array <= self._high)
+        if np.all(inside):
+            return
+        index = tuple(int(i) for i in np.argwhere(~np.asarray(inside))[0]) if array.ndim else ()
+        item = array[index] if index else array
+        at = f" at index {index}" if index else ""
+        raise self._mismatch(
+            path,
+            f"values within the bounds of {describe_space(self.space)}",
+            wire,
+            f"{item.item()!r}{at} is out of bounds",
+        )
+
+    def encode(self, value: Any, path: str) -> Any:
+        array = np.asarray(value)
+        return array.astype(bool).tolist() if self.wire_bool else array.tolist()
+
+    def neutral(self) -> np.ndarray:
+        zeros = np.zeros(self._shape, dtype=np.float64)
+        return np.asarray(np.clip(zeros, self._low, self._high), dtype=self._dtype)
+
+
+class DiscreteCodec(FieldCodec):
+    """A bounded integer as ``Discrete(n, start)``; JSON booleans count as 0/1."""
+
+    def __init__(self, space: spaces.Discrete) -> None:
+        self.space = space
+        self._start = int(space.start)
+        self._stop = self._start + int(space.n)
+        self._type = np.dtype(space.dtype).type
+
+    def decode(self, wire: Any, path: str) -> Any:
+        expected = f"an integer in [{self._start}, {self._stop - 1}] ({describe_space(self.space)})"
+        integral_float = isinstance(wire, float) and wire.is_integer()
+        if isinstance(wire, bool | int | np.integer | np.bool_) or integral_float:
+            number = int(wire)
+        else:
+            raise self._mismatch(path, expected, wire)
+        if not self._start <= number < self._stop:
+            raise self._mismatch(path, expected, wire, "out of range")
+        return self._type(number)
+
+    def encode(self, value: Any, path: str) -> int:
+        return int(value)
+
+    def neutral(self) -> Any:
+        return self._type(self._start)
+
+
+class BoolCodec(FieldCodec):
+    """A JSON boolean as ``Discrete(2)``: ``false`` -> 0, ``true`` -> 1."""
+
+    def __init__(self) -> None:
+        self.space = spaces.Discrete(2)
+
+    def decode(self, wire: Any, path: str) -> np.int64:
+        if not isinstance(wire, bool | np.bool_):
+            raise self._mismatch(path, "a boolean (true/false) for Discrete(2)", wire)
+        return np.int64(int(wire))
+
+    def encode(self, value: Any, path: str) -> bool:
+        return bool(value)
+
+    def neutral(self) -> np.int64:
+        return np.int64(0)
+
+
+class EnumCodec(FieldCodec):
+    """A closed set of JSON values (``enum``, ``const``, ``Literal``) as ``Discrete(len)``.
+
+    Element ``i`` of the space stands for ``values[i]``; ``True`` and ``1`` are different
+    values, ``1`` and ``1.0`` are the same (JSON does not tell them apart).
+    """
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values: tuple[Any, ...] = tuple(values)
+        self.space = spaces.Discrete(len(self.values))
+        self._index: dict[tuple[str, Any], int] = {}
+        for i, value in enumerate(self.values):
+            key = _enum_key(value)
+            if key is not None:
+                self._index.setdefault(key, i)
+
+    def decode(self, wire: Any, path: str) -> np.int64:
+        key = _enum_key(wire)
+        if key is not None:
+            found = self._index.get(key)
+        else:
+            found = next((i for i, v in enumerate(self.values) if v == wire), None)
+        if found is None:
+            raise self._mismatch(path, f"one of {list(self.values)!r}", wire)
+        return np.int64(found)
+
+    def encode(self, value: Any, path: str) -> Any:
+        return self.values[int(value)]
+
+    def neutral(self) -> np.int64:
+        return np.int64(0)
+
+
+def _enum_key(value: Any) -> tuple[str, Any] | None:
+    """A hashable lookup key that keeps ``True`` apart from ``1``; ``None`` if unhashable."""
+    if value is None:
+        return ("null", None)
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value))
+    if isinstance(value, int | float | np.integer | np.floating):
+        return ("number", float(value) if isinstance(value, float | np.floating) else int(value))
+    if isinstance(value, str):
+        return ("str", value)
+    return None
+
+
+class TextCodec(FieldCodec):
+    """A JSON string as :class:`gymnasium.spaces.Text` (length and charset checked)."""
+
+    def __init__(self, space: spaces.Text) -> None:
+        self.space = space
+        self._text = space
+        self._charset = space.character_set
+
+    def decode(self, wire: Any, path: str) -> str:
+        space = self._text
+        if not isinstance(wire, str):
+            raise self._mismatch(path, f"a string ({describe_space(space)})", wire)
+        if not space.min_length <= len(wire) <= space.max_length:
+            raise self._mismatch(
+                path,
+                f"a string of {space.min_length}..{space.max_length} characters",
+                wire,
+                f"{len(wire)} characters; pass an explicit Text space with a larger "
+                "max_length via field_spaces, or set maxLength in the schema",
+            )
+        unknown = set(wire) - self._charset
+        if unknown:
+            shown = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(unknown)[:10])
+            raise self._mismatch(
+                path,
+                "a string made of the Text space's characters",
+                wire,
+                f"characters outside the charset: {shown}; pass field_spaces with a Text whose "
+                "charset includes them, e.g. Text(4096, charset=DEFAULT_TEXT_CHARSET + '...')",
+            )
+        return wire
+
+    def encode(self, value: Any, path: str) -> str:
+        return str(value)
+
+    def neutral(self) -> str:
+        filler = " " if " " in self._charset else min(self._charset, default="")
+        return filler * self._text.min_length
+
+
+class OptionalCodec(FieldCodec):
+    """``Optional[X]``: ``null`` decodes to X's neutral element; otherwise as X."""
+
+    def __init__(self, inner: FieldCodec) -> None:
+        self.inner = inner
+        self.space = inner.space
+
+    def decode(self, wire: Any, path: str) -> Any:
+        return self.inner.neutral() if wire is None else self.inner.decode(wire, path)
+
+    def encode(self, value: Any, path: str) -> Any:
+        return self.inner.encode(value, path)
+
+    def neutral(self) -> Any:
+        return self.inner.neutral()
+
+    def collect_extras(self, wire: Any, path: str, out: dict[str, Any]) -> None:
+        if wire is not None:
+            self.inner.collect_extras(wire, path, out)
+
+
+class DictCodec(FieldCodec):
+    """A JSON object as ``spaces.Dict`` in the given key order (kept, never sorted)."""
+
+    def __init__(self, items: Sequence[tuple[str, FieldCodec]]) -> None:
+        self.codecs: dict[str, FieldCodec] = dict(items)
+        self.space = spaces.Dict([(key, codec.space) for key, codec in items])
+
+    def decode(self, wire: Any, path: str) -> OrderedDict[str, Any]:
+        if not isinstance(wire, Mapping):
+            raise self._mismatch(path, f"an object with fields {list(self.codecs)}", wire)
+        out: OrderedDict[str, Any] = OrderedDict()
+        for key, codec in self.codecs.items():
+            sub = _join(path, key)
+            if key not in wire:
+                raise CodecError(
+                    f"field {sub!r}: missing; expected a value for {describe_space(codec.space)}, "
+                    f"the object has fields {list(wire)}",
+                    field=sub,
+                )
+            out[key] = codec.decode(wire[key], sub)
+        return out
+
+    def encode(self, value: Any, path: str) -> dict[str, Any]:
+        return {
+            key: codec.encode(value[key], _join(path, key)) for key, codec in self.codecs.items()
+        }
+
+    def neutral(self) -> OrderedDict[str, Any]:
+        return OrderedDict((key, codec.neutral()) for key, codec in self.codecs.items())
+
+    def collect_extras(self, wire: Any, path: str, out: dict[str, Any]) -> None:
+        if not isinstance(wire, Mapping):
+            return
+        for key, value in wire.items():
+            codec = self.codecs.get(key)
+            if codec is None:
+                out[_join(path, key)] = value
+            else:
+                codec.collect_extras(value, _join(path, key), out)
+
+
+class TupleCodec(FieldCodec):
+    """A fixed-length JSON array of non-numeric items as ``spaces.Tuple``."""
+
+    def __init__(self, items: Sequence[FieldCodec]) -> None:
+        self.codecs: tuple[FieldCodec, ...] = tuple(items)
+        self.space = spaces.Tuple([codec.space for codec in self.codecs])
+
+    def decode(self, wire: Any, path: str) -> tuple[Any, ...]:
+        if not isinstance(wire, list | tuple) or len(wire) != len(self.codecs):
+            raise self._mismatch(path, f"a list of {len(self.codecs)} items", wire)
+        return tuple(
+            codec.decode(item, f"{path}[{i}]")
+            for i, (codec, item) in enumerate(zip(self.codecs, wire, strict=True))
+        )
+
+    def encode(self, value: Any, path: str) -> list[Any]:
+        return [
+            codec.encode(item, f"{path}[{i}]")
+            for i, (codec, item) in enumerate(zip(self.codecs, value, strict=True))
+        ]
+
+    def neutral(self) -> tuple[Any, ...]:
+        return tuple(codec.neutral() for codec in self.codecs)
+
+
+def codec_for_space(space: spaces.Space[Any], path: str = "") -> FieldCodec:
+    """The codec for an explicit space (``field_spaces`` or ``x-space``).
+
+    The wire value is the space element's JSON form: lists for arrays, an int for Discrete
+    (a JSON boolean is read as 0/1), a string for Text, an object for Dict, a list for Tuple.
+
+    Raises:
+        SpaceMappingError: The space has no JSON wire form (Graph, Sequence, ...).
+    """
+    if isinstance(space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary):
+        return NumericArrayCodec(space)
+    if isinstance(space, spaces.Discrete):
+        return DiscreteCodec(space)
+    if isinstance(space, spaces.Text):
+        return TextCodec(space)
+    if isinstance(space, spaces.Dict):
+        return DictCodec(
+            [(key, codec_for_space(sub, _join(path, key))) for key, sub in space.spaces.items()]
+        )
+    if isinstance(space, spaces.Tuple):
+        return TupleCodec(
+            [codec_for_space(sub, f"{path}[{i}]") for i, sub in enumerate(space.spaces)]
+        )
+    raise SpaceMappingError(
+        f"field {path or '<root>'!r}: a {type(space).__name__} space has no JSON wire form; "
+        "use Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict or Tuple",
+        field=path,
+        schema=repr(space),
+    )
+
+
+def _join(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up openenv-gym in ./.venv (Python 3.11+), idempotent.
+#
+#   bash scripts/setup.sh            # the package and its client dependencies
+#   bash scripts/setup.sh dev        # + test tools, SB3 and the official openenv test peer
+#   bash scripts/setup.sh atari,sb3  # any extras from pyproject.toml, comma-separated
+#
+# torch is installed first, pinned to the 2.13.0 CPU build, whenever an extra pulls in
+# stable-baselines3: a bare `torch` would resolve to several GB of CUDA wheels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras="${1:-}"
+python="${PYTHON:-python3}"
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "setup.sh: Python 3.11 or newer is needed; $python is $("$python" --version 2>&1)." >&2
+    echo "setup.sh: set PYTHON=/path/to/python3.11 and run again." >&2
+    exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "setup.sh: creating .venv with $("$python" --version 2>&1)"
+    "$python" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+
+case ",$extras," in
+    *,dev,*|*,sb3,*)
+        if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+            echo "setup.sh: installing torch==2.13.0 (CPU build)"
+            "${pip[@]}" torch==2.13.0
+        fi
+        ;;
+esac
+
+target="."
+if [ -n "$extras" ]; then
+    target=".[$extras]"
+fi
+echo "setup.sh: installing openenv-gym ($target) in editable mode"
+"${pip[@]}" -e "$target"
+echo "setup.sh: ready (.venv/bin/python)"

@@ -1,0 +1,74 @@
+"""Shared fixtures: real servers on 127.0.0.1, started in this process or as children."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.server import ServerThread
+
+
+@pytest.fixture(scope="session")
+def cartpole_url() -> Iterator[str]:
+    """Our gymnasium CartPole-v1 server, in a thread of this process."""
+    with ServerThread(gymnasium_server("CartPole-v1", max_sessions=256)) as server:
+        yield server.url
+
+
+def free_port() -> int:
+    """A port that was free a moment ago on 127.0.0.1 (for servers that must not be there)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RawWebSocketServer:
+    """A bare websockets server on 127.0.0.1 with a handler written by the test.
+
+    It stands in for a misbehaving remote (a server that never answers, answers garbage,
+    or drops the connection), so the client's handling of each can be checked for real.
+    """
+
+    def __init__(self, handler: Callable[[ServerConnection], Awaitable[None]]) -> None:
+        self._handler = handler
+        self._loop = asyncio.new_event_loop()
+        self._server: Server | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.port = 0
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._start())
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _start(self) -> None:
+        self._server = await serve(self._handler, "127.0.0.1", 0, compression=None)
+        self.port = next(iter(self._server.sockets)).getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> RawWebSocketServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        async def stop() -> None:
+            if self._server is not None:
+                self._server.close()
+                await self._server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
