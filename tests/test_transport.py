@@ -30,11 +30,15 @@ def http_404_url() -> Iterator[str]:
     """A plain HTTP server (not OpenEnv) that answers 404 to everything."""
 
     class NotFound(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # as every real web server speaks; 1.0 is no handshake
+
         def do_GET(self) -> None:
+            body = b"no such page"
             self.send_response(404)
             self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(b"no such page")
+            self.wfile.write(body)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -149,17 +149,18 @@ class LocalServerProcess(ServerProvider):
     def _read_output(self, stream: IO[str] | None) -> None:
         if stream is None:
             return
-        for line in stream:
-            line = line.rstrip("\n")
-            if line.startswith(READY_PREFIX) and not self._ready.is_set():
-                try:
-                    self._ready_info = json.loads(line[len(READY_PREFIX) :])
-                except ValueError:
+        with stream:  # closed at EOF (the child exited), so no pipe is left open
+            for raw_line in stream:
+                line = raw_line.rstrip("\n")
+                if line.startswith(READY_PREFIX) and not self._ready.is_set():
+                    try:
+                        self._ready_info = json.loads(line[len(READY_PREFIX) :])
+                    except ValueError:
+                        self._log.append(line)
+                        continue
+                    self._ready.set()
+                else:
                     self._log.append(line)
-                    continue
-                self._ready.set()
-            else:
-                self._log.append(line)
 
     def _wait_until_ready(self, process: subprocess.Popen[str]) -> str:
         deadline = time.monotonic() + self.startup_timeout
