@@ -36,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         for episode in range(args.episodes):
-            obs, info = env.reset(seed=args.seed + episode)
+            env.reset(seed=args.seed + episode)
             episode_return, done = 0.0, False
             while not done:
-                obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+                _obs, reward, terminated, truncated, _info = env.step(env.action_space.sample())
                 episode_return += reward
                 steps += 1
                 done = terminated or truncated

@@ -157,9 +157,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self.action_space = self._action_codec.space
             self.observation_space = self._observation_codec.space
             self._image_path = _find_rgb_image(self.observation_space)
-            if render_mode is not None and (
-                render_mode != "rgb_array" or self._image_path is None
-            ):
+            if render_mode is not None and (render_mode != "rgb_array" or self._image_path is None):
                 raise UnsupportedRenderModeError(
                     f"render_mode={render_mode!r} is not available here: expected None, or "
                     "'rgb_array' for an env whose observation holds a uint8 (H, W, 3) image; "
@@ -248,7 +246,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
+    def render(self) -> np.ndarray | None:
         """The last observation's RGB image for ``render_mode="rgb_array"``, else ``None``."""
         if self.render_mode != "rgb_array" or self._last_observation is None:
             return None

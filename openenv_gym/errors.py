@@ -8,8 +8,8 @@ written against the standard library keeps working.
 Messages follow one pattern: what was expected, what arrived, and what to do about it.
 
 Example:
-    >>> from openenv_gym.errors import ServerErrorReply, OpenEnvGymError
-    >>> err = ServerErrorReply("bad action", code="VALIDATION_ERROR", url="ws://127.0.0.1:1/ws")
+    >>> from openenv_gym.errors import ServerReplyError, OpenEnvGymError
+    >>> err = ServerReplyError("bad action", code="VALIDATION_ERROR", url="ws://127.0.0.1:1/ws")
     >>> isinstance(err, OpenEnvGymError), err.code
     (True, 'VALIDATION_ERROR')
 """
@@ -83,7 +83,7 @@ class ProtocolError(OpenEnvGymError, ValueError):
         self.received = received
 
 
-class ServerErrorReply(OpenEnvGymError, RuntimeError):
+class ServerReplyError(OpenEnvGymError, RuntimeError):
     """The server answered with an OpenEnv ``error`` message.
 
     Attributes:
@@ -106,7 +106,7 @@ class ServerErrorReply(OpenEnvGymError, RuntimeError):
         self.data = dict(data or {})
 
 
-class CapacityReachedError(ServerErrorReply):
+class CapacityReachedError(ServerReplyError):
     """The server refused a new session because all its session slots are taken."""
 
 
@@ -173,7 +173,7 @@ __all__ = [
     "ProtocolError",
     "ReplyTimeoutError",
     "ServerConnectionError",
-    "ServerErrorReply",
+    "ServerReplyError",
     "ServerStartError",
     "SessionClosedError",
     "SpaceMappingError",

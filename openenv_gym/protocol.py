@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerErrorReply
+from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
 
 WS_PATH: Final = "/ws"
 HEALTH_PATH: Final = "/health"
@@ -153,7 +153,7 @@ def parse_server_message(
     """Parse one server frame.
 
     Raises:
-        ServerErrorReply: The server sent an ``error`` message (``CapacityReachedError``
+        ServerReplyError: The server sent an ``error`` message (``CapacityReachedError``
             for ``CAPACITY_REACHED``).
         ProtocolError: The frame is not a valid OpenEnv server message.
     """
@@ -227,7 +227,7 @@ def _parse_observation_data(data: Any, raw: str) -> ObservationReply:
     )
 
 
-def error_from_data(data: dict[str, Any], *, url: str | None = None) -> ServerErrorReply:
+def error_from_data(data: dict[str, Any], *, url: str | None = None) -> ServerReplyError:
     """Turn the ``data`` of an error reply into the matching typed exception."""
     code = str(data.get("code", "UNKNOWN"))
     message = str(data.get("message", "no message"))
@@ -248,7 +248,7 @@ def error_from_data(data: dict[str, Any], *, url: str | None = None) -> ServerEr
     detail = ""
     if data.get("errors"):
         detail = f"; details: {_shorten(json.dumps(data['errors'], default=str), 500)}"
-    return ServerErrorReply(
+    return ServerReplyError(
         f"server error {code}{where}: {message}{detail}", code=code, url=url, data=data
     )
 

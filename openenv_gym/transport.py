@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import ipaddress
 import os
 import threading
@@ -74,9 +75,7 @@ class _LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
-        self.thread = threading.Thread(
-            target=self._run, name="openenv-gym-loop", daemon=True
-        )
+        self.thread = threading.Thread(target=self._run, name="openenv-gym-loop", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
@@ -238,7 +237,7 @@ class Session:
         """Send one message and return the parsed reply.
 
         Raises:
-            ServerErrorReply: The server answered with an error (the session lives on).
+            ServerReplyError: The server answered with an error (the session lives on).
             ReplyTimeoutError: No reply within ``reply_timeout`` (the session is closed).
             ConnectionLostError: The connection closed (the session is closed).
             ProtocolError: The reply is not an OpenEnv message.
@@ -254,11 +253,9 @@ class Session:
                 f"the session to {self.url} is closed; create a new env (or call reset on a "
                 "reconnecting env) to go on"
             )
-        try:
+        # A refused session sends an error frame, then closes: read what is queued.
+        with contextlib.suppress(ConnectionClosed):
             await self._connection.send(frame)
-        except ConnectionClosed:
-            # A refused session sends an error frame, then closes: read what is queued.
-            pass
         try:
             return await asyncio.wait_for(self._connection.recv(), self.reply_timeout)
         except TimeoutError as exc:
@@ -289,14 +286,10 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        try:
+        with contextlib.suppress(ConnectionClosed, OSError):
             await self._connection.send(encode_message(close_message()))
-        except (ConnectionClosed, OSError):
-            pass
-        try:
+        with contextlib.suppress(TimeoutError, OSError):
             await asyncio.wait_for(self._connection.close(), 2.0)
-        except (TimeoutError, OSError):
-            pass
 
 
 def _ws_url_or_raise(base_url: str) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 import openenv_gym
 from openenv_gym import OpenEnvEnv

@@ -124,7 +124,7 @@ def test_our_client_plays_against_the_official_server(official_url: str) -> None
     try:
         first = play(env, seed=5)
         again = play(env, seed=5)
-        guess, obs, reward, terminated, truncated, info = first[-1]
+        _guess, obs, reward, terminated, truncated, info = first[-1]
         assert terminated is True
         assert truncated is False
         assert reward == 1.0

@@ -11,7 +11,8 @@ the server answers. The child never outlives its parent:
   parent) reaches EOF, which also happens when the parent is killed with ``SIGKILL``.
 
 Example:
-    >>> with LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"]) as server:  # doctest: +SKIP
+    >>> serve_args = ["gymnasium", "--env-id", "CartPole-v1"]
+    >>> with LocalServerProcess(serve_args) as server:  # doctest: +SKIP
     ...     print(server.base_url)
     http://127.0.0.1:40123
 """
