@@ -146,9 +146,10 @@ class NumericArrayCodec(FieldCodec):
         else:
             self._low, self._high = 0, 1
         self._accepts_bool = isinstance(space, spaces.MultiBinary) or self._dtype.kind == "b"
+        self._expected = describe_space(space)  # once: decode runs on every step
 
     def decode(self, wire: Any, path: str) -> np.ndarray:
-        expected = describe_space(self.space)
+        expected = self._expected
         try:
             array = np.asarray(wire)
         except (ValueError, TypeError) as exc:
@@ -177,16 +178,15 @@ class NumericArrayCodec(FieldCodec):
         return array.astype(self._dtype, copy=False)
 
     def _check_bounds(self, array: np.ndarray, wire: Any, path: str) -> None:
-        with np.errstate(invalid="ignore"):
-            inside = (array >= self._low) & (array <= self._high)
-        if np.all(inside):
+        inside = (array >= self._low) & (array <= self._high)  # NaN compares False, silently
+        if inside.all():
             return
         index = tuple(int(i) for i in np.argwhere(~np.asarray(inside))[0]) if array.ndim else ()
         item = array[index] if index else array
         at = f" at index {index}" if index else ""
         raise self._mismatch(
             path,
-            f"values within the bounds of {describe_space(self.space)}",
+            f"values within the bounds of {self._expected}",
             wire,
             f"{item.item()!r}{at} is out of bounds",
         )
@@ -208,9 +208,12 @@ class DiscreteCodec(FieldCodec):
         self._start = int(space.start)
         self._stop = self._start + int(space.n)
         self._type = np.dtype(space.dtype).type
+        self._expected = (
+            f"an integer in [{self._start}, {self._stop - 1}] ({describe_space(space)})"
+        )
 
     def decode(self, wire: Any, path: str) -> Any:
-        expected = f"an integer in [{self._start}, {self._stop - 1}] ({describe_space(self.space)})"
+        expected = self._expected
         integral_float = isinstance(wire, float) and wire.is_integer()
         if isinstance(wire, bool | int | np.integer | np.bool_) or integral_float:
             number = int(wire)

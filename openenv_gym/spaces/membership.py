@@ -145,15 +145,14 @@ def _coerce_multi(space: spaces.MultiDiscrete | spaces.MultiBinary, value: Any, 
 
 def _coerce_discrete(space: spaces.Discrete, value: Any, path: str) -> Any:
     start, n = int(space.start), int(space.n)
-    expected = f"an integer in [{start}, {start + n - 1}] for {describe_space(space)}"
     zero_d = isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "biu"
-    if zero_d or isinstance(value, int | np.integer | np.bool_):
-        number = int(value)
-    else:
-        raise _refuse(path, expected, value)
-    if not start <= number < start + n:
-        raise _refuse(path, expected, value)
-    return value
+    if (zero_d or isinstance(value, int | np.integer | np.bool_)) and (
+        start <= int(value) < start + n
+    ):
+        return value
+    # Described only on refusal: this runs on every step.
+    expected = f"an integer in [{start}, {start + n - 1}] for {describe_space(space)}"
+    raise _refuse(path, expected, value)
 
 
 def _coerce_text(space: spaces.Text, value: Any, path: str) -> str:
