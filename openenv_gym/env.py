@@ -58,10 +58,12 @@ from openenv_gym.spaces import (
 )
 from openenv_gym.transport import (
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_ENCODING,
     DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REPLY_TIMEOUT,
     SyncSession,
     background_loop,
+    check_encoding,
     fetch_schema,
     get_json,
 )
@@ -104,6 +106,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         headers: Extra HTTP headers for the WebSocket handshake (e.g. authorization).
         render_mode: ``None`` or ``"rgb_array"`` (served when the observation holds an
             RGB image, a ``uint8`` Box of shape ``(H, W, 3)``).
+        encoding: ``"auto"`` (raw-byte observation arrays when the server supports the
+            ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
+            ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
+            if the server refuses it).
 
     Raises:
         ServerConnectionError: The server cannot be reached.
@@ -131,6 +137,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
+        encoding: str = DEFAULT_ENCODING,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -142,6 +149,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
+        self.encoding = check_encoding(encoding)
         try:
             self.base_url = self._provider.start()
             self._action_codec, self._observation_codec = self._build_codecs(
@@ -171,6 +179,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 reply_timeout=reply_timeout,
                 max_message_size=max_message_size,
                 headers=headers,
+                encoding=encoding,
             )
             self._session_finalizer = weakref.finalize(self, _close_session_soon, self._session)
         except BaseException:
@@ -192,7 +201,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         timeout: float,
     ) -> tuple[ActionCodec, ObservationCodec]:
         needs_schema = action_model is None or observation_model is None
-        schema = fetch_schema(self.base_url, timeout=timeout) if needs_schema else {}
+        schema = (
+            self._adapt_schema(fetch_schema(self.base_url, timeout=timeout)) if needs_schema else {}
+        )
         if action_model is not None:
             act = action_codec_for_model(
                 action_model, field_spaces=action_field_spaces, include=action_include
@@ -211,6 +222,16 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         else:
             obs = observation_codec(schema["observation"], **obs_kwargs)
         return act, obs
+
+    def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Hook for subclasses that know a server family: complete ``GET /schema`` (e.g.
+        add ``x-space`` hints an official server does not publish). Identity by default."""
+        return schema
+
+    @property
+    def binary(self) -> bool:
+        """Whether this session receives observation arrays as raw bytes."""
+        return self._session is not None and self._session.session.binary
 
     # ------------------------------------------------------------------ gymnasium API
 

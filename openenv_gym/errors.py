@@ -179,3 +179,36 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
 ]
+
+
+# --------------------------------------------------------------------------- atari, chess, binary
+
+
+class UnknownEncodingError(OpenEnvGymError, ValueError):
+    """``encoding=`` is not one of ``"auto"``, ``"json"``, ``"binary"``."""
+
+
+class BinaryEncodingRefusedError(ServerConnectionError):
+    """``encoding="binary"`` was asked for, but the server did not accept the binary
+    subprotocol (an official OpenEnv server, or an older openenv-gym server)."""
+
+
+class EnvConfigError(OpenEnvGymError, ValueError):
+    """An environment option is invalid (unknown game, obs_type, opponent, policy, ...)."""
+
+
+class UCIEngineNotFoundError(EnvConfigError):
+    """The chess ``uci`` opponent was asked for, but no engine executable was found."""
+
+
+class IllegalMoveError(ActionOutOfSpaceError):
+    """A chess move is not legal in the current position (answered ``VALIDATION_ERROR``)."""
+
+
+__all__ += [
+    "BinaryEncodingRefusedError",
+    "EnvConfigError",
+    "IllegalMoveError",
+    "UCIEngineNotFoundError",
+    "UnknownEncodingError",
+]

@@ -172,6 +172,22 @@ def parse_server_message(
             f"expected a JSON server message, got invalid JSON ({exc.msg}): {_shorten(raw)}",
             received=_shorten(raw),
         ) from exc
+    return parse_server_object(message, raw, url=url)
+
+
+def parse_server_object(
+    message: Any, raw: Any = None, *, url: str | None = None
+) -> ObservationReply | StateReply:
+    """:func:`parse_server_message` for an already decoded message (e.g. from a binary frame).
+
+    ``raw`` is only quoted in error messages (the message itself when ``None``).
+
+    Raises:
+        ServerReplyError: The server sent an ``error`` message.
+        ProtocolError: The message is not a valid OpenEnv server message.
+    """
+    if raw is None:
+        raw = message
     if not isinstance(message, dict) or "type" not in message:
         raise ProtocolError(
             f"expected a JSON object with a 'type' key, got {_shorten(raw)}",
@@ -197,7 +213,7 @@ def parse_server_message(
     )
 
 
-def _parse_observation_data(data: Any, raw: str) -> ObservationReply:
+def _parse_observation_data(data: Any, raw: Any) -> ObservationReply:
     if not isinstance(data, dict) or not isinstance(data.get("observation"), dict):
         raise ProtocolError(
             "expected an observation reply {'observation': {...}, 'reward': ..., 'done': ...}, "

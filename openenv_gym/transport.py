@@ -9,6 +9,12 @@ Every network call has a timeout: opening a connection (``connect_timeout``) and
 for each reply (``reply_timeout``). A reply that does not come in time closes the session:
 a late reply would otherwise be paired with the next request.
 
+Observation encoding (``encoding=``): ``"auto"`` (the default) offers the WebSocket
+subprotocol ``openenv-gym.binary.v1`` and uses it when the server accepts it (our servers
+do; official ones ignore the offer and speak plain JSON); ``"json"`` offers nothing;
+``"binary"`` requires it and raises :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
+when the server does not accept it. See :mod:`openenv_gym.binary_frames`.
+
 Per-message compression (permessage-deflate) is turned off: on a 100 KB observation frame
 it costs 4-5x the time of sending it uncompressed over loopback.
 
@@ -40,13 +46,16 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
+from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
 from openenv_gym.errors import (
+    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ProtocolError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
+    UnknownEncodingError,
 )
 from openenv_gym.protocol import (
     HEALTH_PATH,
@@ -57,6 +66,7 @@ from openenv_gym.protocol import (
     encode_message,
     http_to_ws_url,
     parse_server_message,
+    parse_server_object,
     ws_to_http_url,
 )
 
@@ -65,6 +75,24 @@ T = TypeVar("T")
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 2**20
+#: The values of ``encoding=``.
+ENCODINGS: Final = ("auto", "json", "binary")
+DEFAULT_ENCODING: Final = "auto"
+
+
+def check_encoding(encoding: str) -> str:
+    """Return ``encoding`` if it is one of :data:`ENCODINGS`.
+
+    Raises:
+        UnknownEncodingError: It is not.
+    """
+    if encoding not in ENCODINGS:
+        raise UnknownEncodingError(
+            f"expected encoding='auto', 'json' or 'binary', got {encoding!r}. 'auto' uses "
+            "raw-byte observations when the server supports them and JSON otherwise."
+        )
+    return encoding
+
 
 # --------------------------------------------------------------------------- the loop
 
@@ -162,6 +190,8 @@ class Session:
         self.url = url
         self.reply_timeout = reply_timeout
         self.closed = False
+        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
+        self.binary = connection.subprotocol == BINARY_SUBPROTOCOL
 
     @property
     def subprotocol(self) -> str | None:
@@ -178,14 +208,24 @@ class Session:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] | None = None,
+        encoding: str = DEFAULT_ENCODING,
     ) -> Session:
         """Open a session at ``{base_url}/ws``.
+
+        Args:
+            encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see the module docstring).
 
         Raises:
             ServerConnectionError: Nothing accepts connections there, or not in time.
             NotAnOpenEnvServerError: Something answered, but refused the WebSocket at ``/ws``.
+            BinaryEncodingRefusedError: ``encoding="binary"`` and the server refused it.
+            UnknownEncodingError: ``encoding`` is not a known value.
         """
+        check_encoding(encoding)
         url = _ws_url_or_raise(base_url)
+        offered = list(subprotocols or ())
+        if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
+            offered.insert(0, BINARY_SUBPROTOCOL)
         try:
             connection = await connect(
                 url,
@@ -193,7 +233,7 @@ class Session:
                 open_timeout=connect_timeout,
                 max_size=max_message_size,
                 additional_headers=dict(headers or {}),
-                subprotocols=[Subprotocol(p) for p in subprotocols] if subprotocols else None,
+                subprotocols=[Subprotocol(p) for p in offered] if offered else None,
                 proxy=None if is_loopback_url(url) else True,
                 ping_interval=None,
                 close_timeout=2,
@@ -231,7 +271,17 @@ class Session:
                 "unset to let openenv-gym start an embedded server.",
                 url=url,
             ) from exc
-        return cls(connection, url=url, reply_timeout=reply_timeout)
+        session = cls(connection, url=url, reply_timeout=reply_timeout)
+        if encoding == "binary" and not session.binary:
+            await session.close()
+            raise BinaryEncodingRefusedError(
+                f"the server at {url} did not accept the binary observation encoding "
+                f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
+                "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
+                "or encoding='json'.",
+                url=url,
+            )
+        return session
 
     async def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Send one message and return the parsed reply.
@@ -244,6 +294,9 @@ class Session:
             SessionClosedError: The session was closed before.
         """
         raw = await self.request_raw(encode_message(message))
+        if self.binary and isinstance(raw, bytes) and is_binary_frame(raw):
+            message = decode_frame(raw)
+            return parse_server_object(message, f"<binary frame, {len(raw)} bytes>", url=self.url)
         return parse_server_message(raw, url=self.url)
 
     async def request_raw(self, frame: str | bytes) -> str | bytes:
@@ -316,6 +369,7 @@ class SyncSession:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] | None = None,
+        encoding: str = DEFAULT_ENCODING,
     ) -> SyncSession:
         """Open a session (see :meth:`Session.open`) from synchronous code."""
         session = run_sync(
@@ -326,6 +380,7 @@ class SyncSession:
                 max_message_size=max_message_size,
                 headers=headers,
                 subprotocols=subprotocols,
+                encoding=encoding,
             )
         )
         # The loop enforces the real timeouts; this outer bound only guards against a hang.

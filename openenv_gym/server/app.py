@@ -9,6 +9,9 @@ trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
 * ``GET /health``, ``/schema``, ``/metadata``, ``/state`` (see :mod:`openenv_gym.server.routes`).
   Only ``GET`` is served: the websockets HTTP parser rejects other methods, so the official
   HTTP-only ``POST /reset`` and ``POST /step`` are not available.
+* The WebSocket subprotocol ``openenv-gym.binary.v1`` is accepted when a client offers it
+  (observation arrays then travel as raw bytes, see :mod:`openenv_gym.binary_frames`); any
+  other offer, or none, gets plain OpenEnv JSON, as an official client expects.
 * permessage-deflate is off: it costs several times the step time on large frames.
 * Frames up to ``max_message_size`` are served; larger ones, up to a hard cap of
   ``4 * max_message_size``, get a ``VALIDATION_ERROR`` reply and the session lives on.
@@ -28,12 +31,14 @@ import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
-from websockets.asyncio.server import Server, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.typing import Subprotocol
 
+from openenv_gym.binary_frames import BINARY_SUBPROTOCOL
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
@@ -46,6 +51,13 @@ DEFAULT_MAX_MESSAGE_SIZE: Final = 16 * 1024 * 1024
 #: Frames up to ``HARD_CAP_FACTOR * max_message_size`` are read and answered with an error;
 #: larger ones close the connection (1009).
 HARD_CAP_FACTOR: Final = 4
+
+
+def select_subprotocol(
+    connection: ServerConnection, offered: Sequence[Subprotocol]
+) -> Subprotocol | None:
+    """Accept :data:`BINARY_SUBPROTOCOL` when offered; otherwise no subprotocol (never fail)."""
+    return Subprotocol(BINARY_SUBPROTOCOL) if BINARY_SUBPROTOCOL in offered else None
 
 
 def format_url(host: str, port: int) -> str:
@@ -149,6 +161,7 @@ class OpenEnvServer:
             host,
             port,
             process_request=self.routes.process_request,
+            select_subprotocol=select_subprotocol,
             compression=None,
             max_size=HARD_CAP_FACTOR * self.max_message_size,
             reuse_port=reuse_port,
@@ -237,4 +250,5 @@ __all__ = [
     "HARD_CAP_FACTOR",
     "OpenEnvServer",
     "format_url",
+    "select_subprotocol",
 ]

@@ -21,6 +21,10 @@ env raises in reset/step/state               ``error`` ``EXECUTION_ERROR``
 frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` naming both sizes
 ==========================================  ==================================================
 
+Binary encoding: when the client offered and the server accepted the WebSocket subprotocol
+``openenv-gym.binary.v1`` (:mod:`openenv_gym.binary_frames`), observation replies whose
+observation holds numpy arrays go out as one binary frame; everything else stays JSON text.
+
 After any error reply the session lives on. Two cases end it: all session slots taken
 (``CAPACITY_REACHED`` with ``active_sessions``/``max_sessions``, then close) and a factory
 that raises (``FACTORY_ERROR``, then close). A session without a message for
@@ -46,6 +50,7 @@ from pydantic import BaseModel, ValidationError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, encode_observation_frame
 from openenv_gym.errors import CodecError
 from openenv_gym.protocol import (
     ClientMessageError,
@@ -112,7 +117,10 @@ def serialize_observation(observation: Any) -> dict[str, Any]:
             "expected the environment to return an Observation (a pydantic model), "
             f"got {type(observation).__name__}"
         )
-    fields = observation.model_dump(exclude=_OBSERVATION_EXCLUDE)  # type: ignore[arg-type]
+    # warnings=False: environments may put numpy arrays into list fields (built without
+    # validation); they pass through unchanged and are serialized by ``encode_reply`` (as
+    # lists) or sent as raw bytes on a binary session.
+    fields = observation.model_dump(exclude=_OBSERVATION_EXCLUDE, warnings=False)  # type: ignore[arg-type]
     reward = getattr(observation, "reward", None)
     done = bool(getattr(observation, "done", False))
     return observation_message(fields, reward, done, fields.get("metadata"))
@@ -127,7 +135,7 @@ def _serialize_state(state: Any) -> dict[str, Any]:
 class _Session:
     """One live session: its connection, its env and when it last heard from the client."""
 
-    __slots__ = ("env", "filter_reset", "idle_closing", "last_activity", "websocket")
+    __slots__ = ("binary", "env", "filter_reset", "idle_closing", "last_activity", "websocket")
 
     def __init__(self, websocket: ServerConnection, env: Environment[Any, Any, Any]) -> None:
         self.websocket = websocket
@@ -135,6 +143,7 @@ class _Session:
         self.filter_reset = _reset_kwargs_filter(env)
         self.last_activity = time.monotonic()
         self.idle_closing = False
+        self.binary = websocket.subprotocol == BINARY_SUBPROTOCOL
 
 
 class SessionManager:
@@ -268,31 +277,48 @@ class SessionManager:
                 reply = dispatch(session, raw)
                 if reply is None:
                     break
-                await send(reply, text=True)
+                await send(reply[0], text=reply[1])
         except ConnectionClosed:
             return
         await websocket.close()
 
     # ----------------------------------------------------------------- messages
 
-    def _dispatch(self, session: _Session, raw: bytes) -> bytes | None:
-        """The encoded reply to one frame; ``None`` for ``close``."""
+    def _dispatch(self, session: _Session, raw: bytes) -> tuple[bytes, bool] | None:
+        """The encoded reply to one frame and whether it is text; ``None`` for ``close``."""
+        reply = self._reply(session, raw)
+        if reply is None:
+            return None
+        try:
+            if session.binary and reply["type"] == MessageType.OBSERVATION:
+                frame = encode_observation_frame(reply)
+                if frame is not None:
+                    return frame, False
+            return encode_reply(reply), True
+        except Exception as exc:
+            env_name = type(session.env).__name__
+            logger.warning("cannot encode the reply of %s", env_name, exc_info=True)
+            error = error_message(
+                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
+            )
+            return encode_reply(error), True
+
+    def _reply(self, session: _Session, raw: bytes) -> dict[str, Any] | None:
+        """The reply message to one frame; ``None`` for ``close``."""
         if len(raw) > self.max_message_size:
-            return encode_reply(
-                error_message(
-                    ErrorCode.VALIDATION_ERROR,
-                    f"Message too large: {len(raw)} bytes exceeds this server's limit of "
-                    f"{self.max_message_size} bytes (max_message_size). Send smaller messages "
-                    "or start the server with a larger --max-message-size.",
-                    size=len(raw),
-                    max_message_size=self.max_message_size,
-                )
+            return error_message(
+                ErrorCode.VALIDATION_ERROR,
+                f"Message too large: {len(raw)} bytes exceeds this server's limit of "
+                f"{self.max_message_size} bytes (max_message_size). Send smaller messages "
+                "or start the server with a larger --max-message-size.",
+                size=len(raw),
+                max_message_size=self.max_message_size,
             )
         try:
             message = parse_client_message(raw)
         except ClientMessageError as exc:
             logger.debug("bad client frame: %s", exc.message)
-            return encode_reply(error_message(exc.code, exc.message))
+            return error_message(exc.code, exc.message)
         kind = message.type
         if kind == MessageType.CLOSE:
             return None
@@ -305,22 +331,20 @@ class SessionManager:
                 reply = serialize_observation(env.reset(**session.filter_reset(message.data)))
             else:
                 reply = _serialize_state(env.state)
-            return encode_reply(reply)
+            return reply
         except ValidationError as exc:
-            return encode_reply(
-                error_message(
-                    ErrorCode.VALIDATION_ERROR,
-                    f"Invalid message: {exc.error_count()} validation error(s) for "
-                    f"{exc.title}: {_first_error(exc)}",
-                    errors=_json_safe_errors(exc),
-                )
+            return error_message(
+                ErrorCode.VALIDATION_ERROR,
+                f"Invalid message: {exc.error_count()} validation error(s) for "
+                f"{exc.title}: {_first_error(exc)}",
+                errors=_json_safe_errors(exc),
             )
         except CodecError as exc:
-            return encode_reply(error_message(ErrorCode.VALIDATION_ERROR, _describe(exc)))
+            return error_message(ErrorCode.VALIDATION_ERROR, _describe(exc))
         except Exception as exc:
             logger.warning("environment %s failed in %s", type(env).__name__, kind, exc_info=True)
-            return encode_reply(
-                error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}")
+            return error_message(
+                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
             )
 
 
