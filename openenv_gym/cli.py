@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from openenv_gym.envs.atari import cli as atari_cli
+
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
@@ -226,6 +228,9 @@ SERVE_TARGETS: dict[str, ServeTarget] = {
         build=_build_gymnasium,
     ),
 }
+SERVE_TARGETS["atari"] = ServeTarget(
+    "atari", atari_cli.HELP, atari_cli.DESCRIPTION, atari_cli.add_arguments, atari_cli.build
+)
 
 
 def _watch_stdin(on_eof: Callable[[], None]) -> None:

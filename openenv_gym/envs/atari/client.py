@@ -1,0 +1,221 @@
+"""The Gymnasium side of Atari: ``gym.make("openenv/Atari-v0", ...)``.
+
+:class:`AtariOpenEnvEnv` is an :class:`~openenv_gym.env.OpenEnvEnv` that knows the OpenEnv
+Atari schema. Against our server it reads the exact spaces and action meanings from the
+``x-`` keys of ``GET /schema``; against an official OpenEnv Atari server (no ``x-`` keys)
+it derives them from ``game``, ``obs_type`` and ``full_action_space`` (which must then
+match the server's settings) with a local ``ale_py``:
+
+* observation: ``Box(0, 255, (210, 160, 3), uint8)`` for ``rgb``, ``(210, 160)`` for
+  ``grayscale``, ``(128,)`` for ``ram``; the other fields (``lives``, frame numbers, ...)
+  go to ``info``;
+* action: ``Discrete(n)`` over the action set; :meth:`get_action_meanings` names them;
+* ``env.unwrapped.ale.lives()`` answers the lives of the last observation, which is what
+  Stable-Baselines3's ``AtariWrapper`` (``EpisodicLifeEnv``) asks.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = gym.make("openenv/Atari-v0", game="pong")  # doctest: +SKIP
+    >>> env.unwrapped.get_action_meanings()  # doctest: +SKIP
+    ['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE']
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+from openenv_gym.env import OpenEnvEnv
+from openenv_gym.envs.atari.environment import (
+    DEFAULT_FRAMESKIP,
+    DEFAULT_GAME,
+    DEFAULT_REPEAT_ACTION_PROBABILITY,
+    check_atari_options,
+)
+from openenv_gym.envs.atari.models import (
+    SCREEN_FIELD,
+    X_ACTION_MEANINGS,
+    normalize_meaning,
+    screen_shape,
+    screen_space,
+)
+from openenv_gym.errors import EnvConfigError
+from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
+from openenv_gym.transport import DEFAULT_ENCODING
+
+ACTION_FIELD: Final = "action_id"
+
+
+class RemoteALE:
+    """The part of ``ale_py.ALEInterface`` that wrappers read, from the last observation."""
+
+    def __init__(self) -> None:
+        self._lives = 0
+
+    def lives(self) -> int:
+        """Lives left, as of the last ``reset``/``step``."""
+        return self._lives
+
+
+def local_action_meanings(game: str, full_action_space: bool) -> list[str]:
+    """The action meanings ``ale_py`` gives ``game`` (needs ``ale-py`` installed).
+
+    Raises:
+        EnvConfigError: ``ale-py`` is missing, or the game is unknown.
+    """
+    try:
+        from ale_py.env import AtariEnv
+    except ImportError as exc:
+        raise EnvConfigError(
+            "the server does not publish its Atari action set (an official OpenEnv server), so "
+            "openenv-gym derives it from game= with a local ale-py, which is not installed: "
+            "pip install 'openenv-gym[atari]'"
+        ) from exc
+    from openenv_gym.envs.atari.environment import rom_id
+
+    env = AtariEnv(game=rom_id(game), full_action_space=full_action_space)
+    try:
+        return list(env.get_action_meanings())
+    finally:
+        env.close()
+
+
+class AtariOpenEnvEnv(OpenEnvEnv):
+    """A remote OpenEnv Atari game as a Gymnasium env.
+
+    Args:
+        base_url: The server; ``None`` with ``provider`` to start one.
+        provider: Starts (and on :meth:`close` stops) the server.
+        game: The game; used for the spaces only against an official server.
+        obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``; likewise.
+        full_action_space: Likewise.
+        **kwargs: :class:`~openenv_gym.env.OpenEnvEnv` options (``encoding``, timeouts,
+            ``render_mode``, ...).
+
+    Raises:
+        EnvConfigError: An option is invalid.
+        ServerConnectionError: The server cannot be reached.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        provider: ServerProvider | None = None,
+        game: str = DEFAULT_GAME,
+        obs_type: str = "rgb",
+        full_action_space: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self._game = game
+        self._obs_type = obs_type
+        self._full_action_space = bool(full_action_space)
+        self._meanings: list[str] | None = None
+        self.ale = RemoteALE()
+        super().__init__(base_url, provider=provider, **kwargs)
+
+    def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """Add the exact spaces when the server (an official one) does not publish them."""
+        schema = copy.deepcopy(schema)
+        observation = schema["observation"]
+        screen = observation.get("properties", {}).get(SCREEN_FIELD)
+        if isinstance(screen, dict):
+            observation.setdefault(X_OBSERVATION_KEY, SCREEN_FIELD)
+            if X_SPACE not in screen:
+                space = screen_space(screen_shape(self._obs_type))
+                screen[X_SPACE] = space_to_json(space)
+        action_id = schema["action"].get("properties", {}).get(ACTION_FIELD)
+        if isinstance(action_id, dict):
+            meanings = action_id.get(X_ACTION_MEANINGS)
+            if not isinstance(meanings, list):
+                meanings = local_action_meanings(self._game, self._full_action_space)
+            self._meanings = [normalize_meaning(str(m)) for m in meanings]
+            if X_SPACE not in action_id:
+                action_id[X_SPACE] = {"type": "Discrete", "n": len(self._meanings), "start": 0}
+        return schema
+
+    def get_action_meanings(self) -> list[str]:
+        """The meaning of each action index: ``["NOOP", "FIRE", ...]``."""
+        return list(self._meanings or [])
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """See :meth:`OpenEnvEnv.reset`; also records lives and the action meanings."""
+        observation, info = super().reset(seed=seed, options=options)
+        self._record(info)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """See :meth:`OpenEnvEnv.step`; also records lives for :attr:`ale`."""
+        result = super().step(action)
+        self._record(result[4])
+        return result
+
+    def _record(self, info: dict[str, Any]) -> None:
+        lives = info.get("lives")
+        if isinstance(lives, int):
+            self.ale._lives = lives
+        meanings = info.get("action_meanings")
+        if self._meanings is None and isinstance(meanings, list):
+            self._meanings = [normalize_meaning(str(m)) for m in meanings]
+
+
+def make_atari_env(
+    game: str = DEFAULT_GAME,
+    obs_type: str = "rgb",
+    frameskip: int = DEFAULT_FRAMESKIP,
+    repeat_action_probability: float = DEFAULT_REPEAT_ACTION_PROBABILITY,
+    full_action_space: bool = False,
+    mode: int | None = None,
+    difficulty: int | None = None,
+    base_url: str | None = None,
+    encoding: str = DEFAULT_ENCODING,
+    startup_timeout: float = 60.0,
+    **kwargs: Any,
+) -> AtariOpenEnvEnv:
+    """The ``openenv/Atari-v0`` entry point: a server at ``base_url``, or an embedded one.
+
+    Without ``base_url``, ``openenv-gym serve atari`` is started in a child process with
+    these settings (defaults as ``ALE/<Game>-v5``) and stopped on ``close()``. With
+    ``base_url``, ``frameskip``, ``repeat_action_probability``, ``mode`` and
+    ``difficulty`` are the server's business (they are fixed when it starts).
+
+    Args:
+        **kwargs: :class:`AtariOpenEnvEnv` / :class:`~openenv_gym.env.OpenEnvEnv` options.
+
+    Raises:
+        EnvConfigError: An option is invalid.
+    """
+    check_atari_options(obs_type, frameskip, repeat_action_probability)
+    settings: dict[str, Any] = {
+        "game": game,
+        "obs_type": obs_type,
+        "full_action_space": full_action_space,
+    }
+    if base_url is not None:
+        return AtariOpenEnvEnv(base_url, encoding=encoding, **settings, **kwargs)
+    serve_args = [
+        "atari",
+        "--game",
+        game,
+        "--obs-type",
+        obs_type,
+        "--frameskip",
+        str(frameskip),
+        "--repeat-action-probability",
+        repr(float(repeat_action_probability)),
+    ]
+    if full_action_space:
+        serve_args.append("--full-action-space")
+    if mode is not None:
+        serve_args += ["--mode", str(int(mode))]
+    if difficulty is not None:
+        serve_args += ["--difficulty", str(int(difficulty))]
+    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
+    return AtariOpenEnvEnv(provider=provider, encoding=encoding, **settings, **kwargs)
+
+
+__all__ = ["AtariOpenEnvEnv", "RemoteALE", "local_action_meanings", "make_atari_env"]

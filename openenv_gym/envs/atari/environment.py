@@ -1,0 +1,238 @@
+"""AtariEnvironment: an ALE game (``ale_py.env.AtariEnv``) as an OpenEnv environment.
+
+It speaks the official OpenEnv Atari schema (see :mod:`openenv_gym.envs.atari.models`)
+and runs the same ``ale_py`` environment as ``gymnasium.make("ALE/<Game>-v5")``, so with
+the same settings, seed and actions the frames, rewards and ends are identical.
+
+Defaults are those of the ``ALE/...-v5`` ids: ``frameskip=4``,
+``repeat_action_probability=0.25`` (sticky actions), the minimal action set and at most
+108,000 frames per episode. (The official OpenEnv server defaults to no sticky actions:
+pass ``repeat_action_probability=0.0`` for that.)
+
+Differences from the official server, all additive: ``reset(seed=...)`` seeds the
+emulator (same seed + same actions = same frames); an ``action_id`` outside the action
+set is answered ``VALIDATION_ERROR`` (the official server answers ``EXECUTION_ERROR``);
+``done`` is also set when the episode is truncated by the frame limit.
+
+Example:
+    >>> env = AtariEnvironment("pong", repeat_action_probability=0.0)
+    >>> first = env.reset(seed=0)
+    >>> first.screen_shape, len(first.legal_actions), env.action_meanings[:2]
+    ([210, 160, 3], 6, ['NOOP', 'FIRE'])
+    >>> env.step(env.action_model(action_id=0)).episode_frame_number
+    4
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+import warnings
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+
+from openenv_gym.envs.atari.models import (
+    OBS_TYPES,
+    AtariAction,
+    AtariObservation,
+    AtariState,
+    atari_models,
+    screen_shape,
+)
+from openenv_gym.envs.gymnasium.environment import construct_trusted
+from openenv_gym.errors import ActionOutOfSpaceError, EnvConfigError
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.models import EnvironmentMetadata
+
+DEFAULT_GAME: Final = "pong"
+DEFAULT_FRAMESKIP: Final = 4
+DEFAULT_REPEAT_ACTION_PROBABILITY: Final = 0.25
+DEFAULT_MAX_FRAMES: Final = 108_000
+DOCUMENTATION_URL: Final = "https://ale.farama.org/"
+
+
+def rom_id(game: str) -> str:
+    """The ALE ROM id of a game name: ``"Pong"``, ``"pong"`` -> ``"pong"``;
+    ``"SpaceInvaders"``, ``"space-invaders"`` -> ``"space_invaders"``.
+
+    Raises:
+        EnvConfigError: No such game in ``ale_py`` (the message lists a few near names).
+    """
+    from ale_py import roms
+
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", game.strip()).replace("-", "_").lower()
+    known = roms.get_all_rom_ids()
+    if snake in known:
+        return snake
+    close = [name for name in known if name.startswith(snake[:3])][:8]
+    hint = f" Similar: {', '.join(close)}." if close else ""
+    raise EnvConfigError(
+        f"unknown Atari game {game!r}: expected one of the {len(known)} ALE ROM ids such as "
+        f"'pong', 'breakout', 'space_invaders' (ale_py.roms.get_all_rom_ids()).{hint}"
+    )
+
+
+def check_atari_options(obs_type: str, frameskip: int, repeat_action_probability: float) -> None:
+    """Validate the numeric and enum options.
+
+    Raises:
+        EnvConfigError: An option is out of range.
+    """
+    if obs_type not in OBS_TYPES:
+        raise EnvConfigError(f"expected obs_type 'rgb', 'grayscale' or 'ram', got {obs_type!r}")
+    if isinstance(frameskip, bool) or not isinstance(frameskip, int) or frameskip < 1:
+        raise EnvConfigError(f"expected frameskip to be an integer >= 1, got {frameskip!r}")
+    if not 0.0 <= float(repeat_action_probability) <= 1.0:
+        raise EnvConfigError(
+            f"expected repeat_action_probability in [0, 1], got {repeat_action_probability!r}"
+        )
+
+
+class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
+    """One ALE game, served over OpenEnv.
+
+    Args:
+        game: ALE ROM id or game name (``"pong"``, ``"Breakout"``, ``"space_invaders"``).
+        obs_type: ``"rgb"`` (210x160x3), ``"grayscale"`` (210x160) or ``"ram"`` (128 bytes).
+        frameskip: Emulator frames per step (the action is repeated, rewards summed).
+        repeat_action_probability: Sticky-action probability.
+        full_action_space: All 18 actions instead of the game's minimal set.
+        mode: Game mode (``None``: the default mode).
+        difficulty: Game difficulty (``None``: the default).
+        max_num_frames_per_episode: Truncate episodes after this many frames.
+
+    Raises:
+        EnvConfigError: Unknown game, bad option, or a mode/difficulty the game lacks.
+    """
+
+    def __init__(
+        self,
+        game: str = DEFAULT_GAME,
+        obs_type: str = "rgb",
+        frameskip: int = DEFAULT_FRAMESKIP,
+        repeat_action_probability: float = DEFAULT_REPEAT_ACTION_PROBABILITY,
+        full_action_space: bool = False,
+        mode: int | None = None,
+        difficulty: int | None = None,
+        max_num_frames_per_episode: int | None = DEFAULT_MAX_FRAMES,
+    ) -> None:
+        from ale_py.env import AtariEnv
+
+        check_atari_options(obs_type, frameskip, repeat_action_probability)
+        self.game = rom_id(game)
+        self.obs_type = obs_type
+        self.shape = screen_shape(obs_type)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._env = AtariEnv(
+                    game=self.game,
+                    mode=mode,
+                    difficulty=difficulty,
+                    obs_type=obs_type,  # type: ignore[arg-type]
+                    frameskip=frameskip,
+                    repeat_action_probability=float(repeat_action_probability),
+                    full_action_space=full_action_space,
+                    max_num_frames_per_episode=max_num_frames_per_episode,
+                )
+        except Exception as exc:
+            raise EnvConfigError(f"cannot start Atari game {self.game!r}: {exc}") from exc
+        self.action_meanings: list[str] = list(self._env.get_action_meanings())
+        self.action_model, self.observation_model = atari_models(self.shape, self.action_meanings)
+        self._n_actions = len(self.action_meanings)
+        self._legal_actions = list(range(self._n_actions))
+        self._shape_list = list(self.shape)
+        self._state = AtariState(
+            game_name=self.game,
+            obs_type=obs_type,  # type: ignore[arg-type]
+            full_action_space=full_action_space,
+            mode=mode,
+            difficulty=difficulty,
+            repeat_action_probability=float(repeat_action_probability),
+            frameskip=frameskip,
+        )
+
+    @property
+    def ale(self) -> Any:
+        """The ``ale_py.ALEInterface`` (for tests and advanced use)."""
+        return self._env.ale
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> AtariObservation:
+        """Start an episode; ``seed`` seeds the emulator (and sticky actions)."""
+        screen, info = self._env.reset(seed=seed)
+        self._state.episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
+        self._state.step_count = 0
+        return self._observation(screen, info, None, False)
+
+    def step(self, action: AtariAction) -> AtariObservation:
+        """Apply ``action.action_id`` for ``frameskip`` frames.
+
+        Raises:
+            ActionOutOfSpaceError: ``action_id`` is not in ``legal_actions``.
+        """
+        action_id = action.action_id
+        if not 0 <= action_id < self._n_actions:
+            raise ActionOutOfSpaceError(
+                f"action_id {action_id} is not a legal action of {self.game}: expected an "
+                f"integer in 0..{self._n_actions - 1} ({', '.join(self.action_meanings)})",
+                field="action_id",
+            )
+        screen, reward, terminated, truncated, info = self._env.step(action_id)
+        self._state.step_count += 1
+        return self._observation(screen, info, float(reward), bool(terminated or truncated))
+
+    def _observation(
+        self, screen: np.ndarray, info: Mapping[str, Any], reward: float | None, done: bool
+    ) -> AtariObservation:
+        # The screen stays a numpy array: JSON replies list it, binary ones send its bytes.
+        return construct_trusted(
+            self.observation_model,
+            {
+                "done": done,
+                "reward": reward,
+                "metadata": {"game_name": self.game, "action_meanings": self.action_meanings},
+                "screen": screen.reshape(-1),
+                "screen_shape": self._shape_list,
+                "legal_actions": self._legal_actions,
+                "lives": int(info.get("lives", 0)),
+                "episode_frame_number": int(info.get("episode_frame_number", 0)),
+                "frame_number": int(info.get("frame_number", 0)),
+            },
+        )
+
+    @property
+    def state(self) -> AtariState:
+        """The game configuration, episode id and step count."""
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """Name the game and its settings."""
+        return EnvironmentMetadata(
+            name=f"Atari {self.game}",
+            description=(
+                f"ALE {self.game} served over OpenEnv: {self.obs_type} observations "
+                f"{list(self.shape)}, {self._n_actions} actions ({', '.join(self.action_meanings)})"
+            ),
+            version="1.0.0",
+            documentation_url=DOCUMENTATION_URL,
+        )
+
+    def close(self) -> None:
+        """Close the emulator."""
+        self._env.close()
+
+
+__all__ = [
+    "DEFAULT_FRAMESKIP",
+    "DEFAULT_GAME",
+    "DEFAULT_MAX_FRAMES",
+    "DEFAULT_REPEAT_ACTION_PROBABILITY",
+    "AtariEnvironment",
+    "check_atari_options",
+    "rom_id",
+]
