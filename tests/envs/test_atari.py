@@ -13,22 +13,22 @@ import pytest
 
 pytest.importorskip("ale_py")
 
-from gymnasium import spaces  # noqa: E402
-from openenv.core import GenericEnvClient  # noqa: E402
-from websockets.sync.client import connect  # noqa: E402
+from gymnasium import spaces
+from openenv.core import GenericEnvClient
+from websockets.sync.client import connect
 
-import openenv_gym  # noqa: E402, F401  (registers the ids)
-from openenv_gym.envs.atari import AtariOpenEnvEnv, atari_server  # noqa: E402
-from openenv_gym.errors import (  # noqa: E402
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.envs.atari import AtariOpenEnvEnv, atari_server
+from openenv_gym.errors import (
     ActionOutOfSpaceError,
     BinaryEncodingRefusedError,
     EnvConfigError,
     ServerReplyError,
     UnknownEncodingError,
 )
-from openenv_gym.protocol import http_to_ws_url  # noqa: E402
-from openenv_gym.server import ServerThread  # noqa: E402
-from tests.envs.official_atari import official_atari_server  # noqa: E402
+from openenv_gym.protocol import http_to_ws_url
+from openenv_gym.server import ServerThread
+from tests.envs.official_atari import official_atari_server
 
 OFFICIAL_ACTION_FIELDS = {"action_id", "game_name", "obs_type", "full_action_space", "metadata"}
 OFFICIAL_OBSERVATION_FIELDS = {
