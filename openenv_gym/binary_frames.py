@@ -86,7 +86,7 @@ def encode_frame(message: dict[str, Any], arrays: Sequence[tuple[Sequence[str], 
     buffers: list[bytes | memoryview] = []
     offset = 0
     for path, value in arrays:
-        array = np.ascontiguousarray(value)
+        array = np.asarray(value, order="C")  # (ascontiguousarray would make 0-d 1-d)
         if array.dtype.kind not in _ARRAY_KINDS:
             raise ValueError(
                 f"expected a numeric array at {list(path)}, got dtype {array.dtype}; only "

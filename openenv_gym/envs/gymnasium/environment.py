@@ -4,7 +4,9 @@
 None)``; ``step`` decodes the wire action with the action space's exact dtype and shape,
 refuses actions outside the space, and reports ``done = terminated or truncated``,
 ``truncated``, a float reward and the ``info`` dict (made JSON-safe) as ``metadata``.
-Seeded episodes reproduce plain ``gymnasium.make(env_id)`` exactly.
+Seeded episodes reproduce plain ``gymnasium.make(env_id)`` exactly. Array observations
+(Box, MultiDiscrete, MultiBinary) stay numpy arrays in the observation model: JSON replies
+list them, sessions that negotiated ``openenv-gym.binary.v1`` get their raw bytes.
 
 Example:
     >>> env = GymnasiumEnvironment("CartPole-v1")
@@ -113,6 +115,9 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             raise
         self._episode_id: str | None = None
         self._step_count = 0
+        self._array_observation = isinstance(
+            self.observation_space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary
+        )
         if isinstance(self.action_space, spaces.Discrete):
             self._discrete_range: range | None = range(
                 int(self.action_space.start), int(self.action_space.start + self.action_space.n)
@@ -133,7 +138,7 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
                 "done": False,
                 "reward": None,
                 "metadata": json_safe(info) if info else {},
-                "observation": to_wire(self.observation_space, observation),
+                "observation": self._wire_observation(observation),
                 "truncated": False,
             },
         )
@@ -155,10 +160,16 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
                 "done": bool(terminated or truncated),
                 "reward": float(reward),
                 "metadata": json_safe(info) if info else {},
-                "observation": to_wire(self.observation_space, observation),
+                "observation": self._wire_observation(observation),
                 "truncated": bool(truncated),
             },
         )
+
+    def _wire_observation(self, observation: Any) -> Any:
+        """The observation as it goes into the model: arrays as arrays, else wire values."""
+        if self._array_observation:
+            return np.asarray(observation)
+        return to_wire(self.observation_space, observation)
 
     def _decode_action(self, wire: Any) -> Any:
         """The wire action as an element of the action space, or ActionOutOfSpaceError."""
