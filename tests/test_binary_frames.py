@@ -173,7 +173,8 @@ def test_gymnasium_box_observations_travel_binary_and_match_json(cartpole_url: s
     binary = OpenEnvEnv(cartpole_url, encoding="binary")
     plain = OpenEnvEnv(cartpole_url, encoding="json")
     try:
-        assert binary.binary and not plain.binary
+        assert binary.binary
+        assert not plain.binary
         a, _ = binary.reset(seed=3)
         b, _ = plain.reset(seed=3)
         c, _ = raw.reset(seed=3)
