@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from openenv_gym.envs.atari import cli as atari_cli
+from openenv_gym.envs.chess import cli as chess_cli
 
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
@@ -230,6 +231,9 @@ SERVE_TARGETS: dict[str, ServeTarget] = {
 }
 SERVE_TARGETS["atari"] = ServeTarget(
     "atari", atari_cli.HELP, atari_cli.DESCRIPTION, atari_cli.add_arguments, atari_cli.build
+)
+SERVE_TARGETS["chess"] = ServeTarget(
+    "chess", chess_cli.HELP, chess_cli.DESCRIPTION, chess_cli.add_arguments, chess_cli.build
 )
 
 

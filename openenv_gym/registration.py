@@ -80,6 +80,7 @@ def register_game_envs() -> None:
     """Register ``openenv/Atari-v0`` and ``openenv/Chess-v0`` (our Atari and chess servers,
     embedded when no ``base_url`` is given; also any official OpenEnv Atari/chess server)."""
     _register(f"{NAMESPACE}/Atari-v0", entry_point="openenv_gym.envs.atari.client:make_atari_env")
+    _register(f"{NAMESPACE}/Chess-v0", entry_point="openenv_gym.envs.chess.client:make_chess_env")
 
 
 def _register(env_id: str, **kwargs: Any) -> None:

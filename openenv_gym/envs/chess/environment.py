@@ -1,0 +1,229 @@
+"""ChessEnvironment: python-chess against a built-in opponent, as an OpenEnv environment.
+
+The agent plays one color (``agent_color``: ``"white"``, ``"black"`` or ``"random"`` per
+episode); after each agent move the opponent answers at once, so every observation is a
+position with the agent to move (or a finished game). Rewards: ``+1`` win, ``-1`` loss,
+``0`` draw and every other move.
+
+Illegal moves (``illegal_move``):
+
+* ``"penalty"`` (the default, as the official OpenEnv chess server does): no move is
+  made, reward ``-0.1``, the game goes on;
+* ``"loss"``: the agent forfeits: reward ``-1``, ``done``, result in the opponent's favour;
+* ``"error"``: a ``VALIDATION_ERROR`` reply (:class:`~openenv_gym.errors.IllegalMoveError`);
+  the position does not change.
+
+Games longer than ``max_moves`` half-moves end as a draw with ``metadata["truncated"]``.
+
+Example:
+    >>> env = ChessEnvironment(opponent="random", agent_color="white")
+    >>> first = env.reset(seed=0)
+    >>> len(first.legal_moves), first.fen.split()[1]
+    (20, 'w')
+    >>> after = env.step(ChessAction(move="e2e4"))
+    >>> after.fen.split()[1], after.reward, env.state.move_history[0]
+    ('w', 0.0, 'e2e4')
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import chess
+
+from openenv_gym.envs.chess.models import ChessAction, ChessObservation, ChessState
+from openenv_gym.envs.chess.opponents import Opponent, make_opponent
+from openenv_gym.envs.chess.options import (
+    DEFAULT_ILLEGAL_MOVE,
+    DEFAULT_MAX_MOVES,
+    ILLEGAL_MOVE_PENALTY,
+    check_chess_options,
+)
+from openenv_gym.errors import EnvConfigError, IllegalMoveError
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.models import EnvironmentMetadata
+
+
+class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
+    """Chess against a built-in opponent, with the official OpenEnv chess schema.
+
+    Args:
+        opponent: ``"random"``, ``"material"`` (2-ply material search) or ``"uci"``.
+        illegal_move: ``"penalty"`` (default), ``"loss"`` or ``"error"`` (see module doc).
+        agent_color: ``"white"`` (default), ``"black"`` or ``"random"`` (per episode).
+        max_moves: Half-moves before the game is called a draw (truncated).
+        uci_engine: Engine executable for ``opponent="uci"``.
+
+    Raises:
+        EnvConfigError: An option is invalid.
+        UCIEngineNotFoundError: ``opponent="uci"`` and no engine was found.
+    """
+
+    def __init__(
+        self,
+        opponent: str = "random",
+        illegal_move: str = DEFAULT_ILLEGAL_MOVE,
+        agent_color: str = "white",
+        max_moves: int = DEFAULT_MAX_MOVES,
+        uci_engine: str | None = None,
+    ) -> None:
+        check_chess_options(opponent, illegal_move, agent_color)
+        if max_moves < 1:
+            raise EnvConfigError(f"expected max_moves >= 1, got {max_moves}")
+        self.opponent_name = opponent
+        self.illegal_move = illegal_move
+        self.agent_color_setting = agent_color
+        self.max_moves = max_moves
+        self._opponent: Opponent = make_opponent(opponent, uci_engine=uci_engine)
+        self._rng = random.Random()
+        self._board = chess.Board()
+        self._agent: chess.Color = chess.WHITE
+        self._state = ChessState()
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        fen: str | None = None,
+        **kwargs: Any,
+    ) -> ChessObservation:
+        """New game from the initial position (or ``fen``); ``seed`` seeds the opponent.
+
+        Raises:
+            EnvConfigError: ``fen`` is not a valid position.
+        """
+        if seed is not None:
+            self._rng = random.Random(seed)
+        try:
+            self._board = chess.Board(fen) if fen else chess.Board()
+        except ValueError as exc:
+            raise EnvConfigError(f"invalid fen {fen!r}: {exc}") from exc
+        if self.agent_color_setting == "random":
+            self._agent = self._rng.random() < 0.5
+        else:
+            self._agent = self.agent_color_setting == "white"
+        self._state = ChessState(
+            episode_id=episode_id if episode_id is not None else str(uuid.uuid4()),
+            step_count=0,
+            fen=self._board.fen(),
+            current_player=_color_name(self._board.turn),
+            move_history=[],
+        )
+        if self._board.turn != self._agent and not self._board.is_game_over():
+            self._opponent_moves()
+        return self._observation(0.0, reset=True)
+
+    def step(self, action: ChessAction) -> ChessObservation:
+        """Play ``action.move`` (UCI), then the opponent's answer.
+
+        Raises:
+            IllegalMoveError: The move is illegal and ``illegal_move="error"``.
+        """
+        if self._board.is_game_over():
+            return self._observation(0.0)
+        try:
+            move: chess.Move | None = chess.Move.from_uci(action.move)
+        except ValueError:
+            move = None
+        if move is None or move not in self._board.legal_moves:
+            return self._illegal(action.move)
+        self._push(move)
+        if not self._finished() and not self._board.is_game_over():
+            self._opponent_moves()
+        return self._observation(self._agent_reward())
+
+    def _illegal(self, text: str) -> ChessObservation:
+        if self.illegal_move == "error":
+            legal = ", ".join(m.uci() for m in list(self._board.legal_moves)[:12])
+            raise IllegalMoveError(
+                f"move {text!r} is not legal in {self._board.fen()!r}; expected a legal UCI "
+                f"move such as {legal}",
+                field="move",
+            )
+        if self.illegal_move == "loss":
+            return self._observation(-1.0, forfeit=True)
+        return self._observation(ILLEGAL_MOVE_PENALTY)
+
+    def _push(self, move: chess.Move) -> None:
+        self._board.push(move)
+        self._state.step_count += 1
+        self._state.move_history.append(move.uci())
+        self._state.fen = self._board.fen()
+        self._state.current_player = _color_name(self._board.turn)
+
+    def _opponent_moves(self) -> None:
+        self._push(self._opponent(self._board, self._rng))
+
+    def _finished(self) -> bool:
+        return self._state.step_count >= self.max_moves
+
+    def _agent_reward(self) -> float:
+        outcome = self._board.outcome(claim_draw=True)
+        if outcome is None or outcome.winner is None:
+            return 0.0
+        return 1.0 if outcome.winner == self._agent else -1.0
+
+    def _observation(
+        self, reward: float, *, reset: bool = False, forfeit: bool = False
+    ) -> ChessObservation:
+        board = self._board
+        outcome = board.outcome(claim_draw=True)
+        truncated = outcome is None and self._finished()
+        done = forfeit or outcome is not None or truncated
+        result = None
+        if forfeit:
+            result = "0-1" if self._agent == chess.WHITE else "1-0"
+        elif outcome is not None:
+            result = outcome.result()
+        elif truncated:
+            result = "1/2-1/2"
+        metadata: dict[str, Any] = {
+            "agent_color": _color_name(self._agent),
+            "fullmove_number": board.fullmove_number,
+            "halfmove_clock": board.halfmove_clock,
+        }
+        if truncated:
+            metadata["truncated"] = True
+        if forfeit:
+            metadata["forfeit"] = True
+        return ChessObservation(
+            fen=board.fen(),
+            legal_moves=[] if done else [m.uci() for m in board.legal_moves],
+            is_check=board.is_check(),
+            result=result,
+            done=done,
+            reward=None if reset else reward,
+            metadata=metadata,
+        )
+
+    @property
+    def state(self) -> ChessState:
+        """Episode id, half-moves played, FEN, side to move and the move list."""
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """Name the opponent and the illegal-move policy."""
+        return EnvironmentMetadata(
+            name="Chess",
+            description=(
+                f"Chess (python-chess) against the {self.opponent_name!r} opponent; illegal "
+                f"moves: {self.illegal_move!r}"
+            ),
+            version="1.0.0",
+            documentation_url="https://python-chess.readthedocs.io/",
+        )
+
+    def close(self) -> None:
+        """Stop the UCI engine, if any."""
+        close = getattr(self._opponent, "close", None)
+        if callable(close):
+            close()
+
+
+def _color_name(color: chess.Color) -> str:
+    return "white" if color == chess.WHITE else "black"
+
+
+__all__ = ["ChessEnvironment"]
