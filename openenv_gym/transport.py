@@ -43,6 +43,7 @@ from websockets.typing import Subprotocol
 from openenv_gym.errors import (
     ConnectionLostError,
     NotAnOpenEnvServerError,
+    OpenEnvGymError,
     ProtocolError,
     ReplyTimeoutError,
     ServerConnectionError,
@@ -290,6 +291,55 @@ class Session:
             await self._connection.send(encode_message(close_message()))
         with contextlib.suppress(TimeoutError, OSError):
             await asyncio.wait_for(self._connection.close(), 2.0)
+
+
+async def exchange_many(
+    sessions: Sequence[Session], frames: Sequence[str | bytes], timeout: float
+) -> list[str | bytes | OpenEnvGymError]:
+    """Send ``frames[i]`` on ``sessions[i]`` for every i, then collect every reply.
+
+    All frames go out before the first reply is awaited, so the N round trips overlap; a
+    vector env calls this once per batch (one hop to the loop thread per batch, no task or
+    future per session). Failures are returned in place of the reply, never raised, so one
+    broken session does not hide the others' replies:
+
+    * ``SessionClosedError``: the session was closed before (nothing sent);
+    * ``ReplyTimeoutError``: no reply within ``timeout`` seconds of the batch's start (the
+      session is closed: a late reply would be paired with the next request);
+    * ``ConnectionLostError``: the connection closed (the session is closed).
+    """
+    results: list[str | bytes | OpenEnvGymError | None] = [None] * len(sessions)
+    for i, session in enumerate(sessions):
+        if session.closed:
+            results[i] = SessionClosedError(f"the session to {session.url} is closed")
+            continue
+        # A refused session sends an error frame, then closes: its reply is still queued.
+        with contextlib.suppress(ConnectionClosed):
+            await session._connection.send(frames[i])
+    deadline = asyncio.get_running_loop().time() + timeout
+    for i, session in enumerate(sessions):
+        if results[i] is not None:
+            continue
+        try:
+            async with asyncio.timeout_at(deadline):
+                results[i] = await session._connection.recv()
+        except TimeoutError:
+            await session._abort()
+            results[i] = ReplyTimeoutError(
+                f"no reply from {session.url} within {timeout:g}s; the session was closed",
+                url=session.url,
+                timeout=timeout,
+            )
+        except ConnectionClosed as exc:
+            await session._abort()
+            rcvd = exc.rcvd
+            why = f"code {rcvd.code}, reason {rcvd.reason!r}" if rcvd else "no close frame"
+            results[i] = ConnectionLostError(
+                f"the connection to {session.url} closed while waiting for a reply ({why}); "
+                "the server may have stopped or dropped the session",
+                url=session.url,
+            )
+    return results  # type: ignore[return-value]  # every slot is filled above
 
 
 def _ws_url_or_raise(base_url: str) -> str:
