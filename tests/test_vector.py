@@ -116,12 +116,16 @@ def test_make_vec_is_native(cartpole_url: str) -> None:
     try:
         assert isinstance(envs, OpenEnvVectorEnv)
         assert envs.num_envs == 3
-        assert envs.spec is not None and envs.spec.id == "openenv/CartPole-v1"
+        assert envs.spec is not None
+        assert envs.spec.id == "openenv/CartPole-v1"
         obs, _ = envs.reset(seed=1)
-        assert obs.shape == (3, 4) and obs.dtype == np.float32
+        assert obs.shape == (3, 4)
+        assert obs.dtype == np.float32
         obs, rewards, terminations, truncations, _ = envs.step(np.array([0, 1, 0]))
-        assert rewards.dtype == np.float64 and rewards.tolist() == [1.0, 1.0, 1.0]
-        assert terminations.dtype == np.bool_ and truncations.dtype == np.bool_
+        assert rewards.dtype == np.float64
+        assert rewards.tolist() == [1.0, 1.0, 1.0]
+        assert terminations.dtype == np.bool_
+        assert truncations.dtype == np.bool_
     finally:
         envs.close()
 
@@ -177,9 +181,7 @@ def test_copy_false_returns_the_buffer(cartpole_url: str) -> None:
         ({"base_url": []}, "base_url"),
     ],
 )
-def test_bad_constructor_arguments(
-    cartpole_url: str, kwargs: dict[str, Any], match: str
-) -> None:
+def test_bad_constructor_arguments(cartpole_url: str, kwargs: dict[str, Any], match: str) -> None:
     arguments: dict[str, Any] = {"num_envs": 2, "base_url": cartpole_url, **kwargs}
     with pytest.raises(VectorUsageError, match=match):
         OpenEnvVectorEnv(None, **arguments)
@@ -206,8 +208,8 @@ def test_bad_reset_arguments_and_actions(cartpole_url: str) -> None:
         for mask in (np.array([1, 0, 1]), np.array([True, False]), np.zeros(3, dtype=bool)):
             with pytest.raises(VectorUsageError, match="reset_mask"):
                 envs.reset(options={"reset_mask": mask})
-        obs, _ = envs.reset(seed=5)
-        ref_obs, _ = reference.reset(seed=5)
+        _obs, _ = envs.reset(seed=5)
+        _ref_obs, _ = reference.reset(seed=5)
         for bad in (np.array([0, 2, 1]), np.array([0, 1]), np.array([-1, 0, 0]), "left"):
             with pytest.raises(ActionOutOfSpaceError):
                 envs.step(bad)
