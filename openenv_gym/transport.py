@@ -60,6 +60,7 @@ from openenv_gym.protocol import (
     parse_server_message,
     ws_to_http_url,
 )
+from openenv_gym.wsframes import send_frame
 
 T = TypeVar("T")
 
@@ -315,31 +316,45 @@ async def exchange_many(
             continue
         # A refused session sends an error frame, then closes: its reply is still queued.
         with contextlib.suppress(ConnectionClosed):
-            await session._connection.send(frames[i])
-    deadline = asyncio.get_running_loop().time() + timeout
-    for i, session in enumerate(sessions):
-        if results[i] is not None:
-            continue
-        try:
-            async with asyncio.timeout_at(deadline):
-                results[i] = await session._connection.recv()
-        except TimeoutError:
+            await send_frame(session._connection, frames[i])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = 0
+    try:
+        # One deadline for the whole batch (a timeout context per reply costs more than a
+        # CartPole step); on expiry the current await is cancelled and the rest time out.
+        async with asyncio.timeout_at(deadline):
+            for pending, session in enumerate(sessions):
+                if results[pending] is not None:
+                    continue
+                try:
+                    results[pending] = await session._connection.recv()
+                except ConnectionClosed as exc:
+                    await session._abort()
+                    results[pending] = _lost(session, exc)
+            pending = len(sessions)
+    except TimeoutError:
+        for i in range(pending, len(sessions)):
+            session = sessions[i]
+            if results[i] is not None:
+                continue
             await session._abort()
             results[i] = ReplyTimeoutError(
                 f"no reply from {session.url} within {timeout:g}s; the session was closed",
                 url=session.url,
                 timeout=timeout,
             )
-        except ConnectionClosed as exc:
-            await session._abort()
-            rcvd = exc.rcvd
-            why = f"code {rcvd.code}, reason {rcvd.reason!r}" if rcvd else "no close frame"
-            results[i] = ConnectionLostError(
-                f"the connection to {session.url} closed while waiting for a reply ({why}); "
-                "the server may have stopped or dropped the session",
-                url=session.url,
-            )
     return results  # type: ignore[return-value]  # every slot is filled above
+
+
+def _lost(session: Session, exc: ConnectionClosed) -> ConnectionLostError:
+    rcvd = exc.rcvd
+    why = f"code {rcvd.code}, reason {rcvd.reason!r}" if rcvd else "no close frame"
+    return ConnectionLostError(
+        f"the connection to {session.url} closed while waiting for a reply ({why}); "
+        "the server may have stopped or dropped the session",
+        url=session.url,
+    )
 
 
 def _ws_url_or_raise(base_url: str) -> str:

@@ -57,6 +57,7 @@ from openenv_gym.protocol import (
     state_reply_message,
 )
 from openenv_gym.server.environment import Environment
+from openenv_gym.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -165,6 +166,7 @@ class SessionManager:
         self._sessions: set[_Session] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._sender = CoalescingSender()
 
     @property
     def active_sessions(self) -> int:
@@ -259,8 +261,8 @@ class SessionManager:
     async def _serve(self, session: _Session) -> None:
         websocket = session.websocket
         recv = websocket.recv
-        send = websocket.send
         dispatch = self._dispatch
+        send = self._sender.send
         try:
             while True:
                 raw = await recv(decode=False)
@@ -268,7 +270,7 @@ class SessionManager:
                 reply = dispatch(session, raw)
                 if reply is None:
                     break
-                await send(reply, text=True)
+                await send(websocket, reply)
         except ConnectionClosed:
             return
         await websocket.close()
@@ -299,6 +301,11 @@ class SessionManager:
         env = session.env
         try:
             if kind == MessageType.STEP:
+                # Environments not derived from ours (e.g. official ones) have no fast path.
+                step_reply = getattr(env, "step_reply", None)
+                fast = step_reply(message.data) if step_reply is not None else None
+                if fast is not None:
+                    return encode_reply(fast)
                 action = self.action_type.model_validate(message.data)
                 reply = serialize_observation(env.step(action))
             elif kind == MessageType.RESET:
