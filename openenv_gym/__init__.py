@@ -28,10 +28,15 @@ from openenv_gym.errors import (
     UnsupportedRenderModeError,
 )
 from openenv_gym.registration import SERVED_GYMNASIUM_IDS, make_gymnasium_env, register_envs
+from openenv_gym.vector import OpenEnvVectorEnv
 
 __version__ = "0.1.0"
 
 register_envs()
+
+from openenv_gym.registration import register_vector_entry_points  # noqa: E402
+
+register_vector_entry_points()
 
 __all__ = [
     "SERVED_GYMNASIUM_IDS",
@@ -43,6 +48,7 @@ __all__ = [
     "ObservationMismatchError",
     "OpenEnvEnv",
     "OpenEnvGymError",
+    "OpenEnvVectorEnv",
     "ProtocolError",
     "ReplyTimeoutError",
     "ServerConnectionError",

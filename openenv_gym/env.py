@@ -173,6 +173,12 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 )
             self.render_mode = render_mode
             self._reset_kwargs = dict(reset_kwargs or {})
+            self._connect_options: dict[str, Any] = {
+                "connect_timeout": connect_timeout,
+                "reply_timeout": reply_timeout,
+                "max_message_size": max_message_size,
+                "headers": dict(headers or {}),
+            }
             self._session = SyncSession.connect(
                 self.base_url,
                 connect_timeout=connect_timeout,
@@ -307,6 +313,41 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         """Where the server comes from (and who stops it)."""
         return self._provider
 
+    @property
+    def action_codec(self) -> ActionCodec:
+        """The action space and its wire encoding."""
+        return self._action_codec
+
+    @property
+    def observation_codec(self) -> ObservationCodec:
+        """The observation space and its wire decoding."""
+        return self._observation_codec
+
+    @property
+    def reset_kwargs(self) -> dict[str, Any]:
+        """The extra keys sent with every reset."""
+        return dict(self._reset_kwargs)
+
+    @property
+    def connect_options(self) -> dict[str, Any]:
+        """The options the session was opened with (timeouts, message size, headers)."""
+        return dict(self._connect_options)
+
+    def detach(self) -> tuple[SyncSession, ServerProvider]:
+        """Hand the open session and the server provider over to the caller.
+
+        The env is closed afterwards, but neither the session nor the server is: the caller
+        owns them (:class:`~openenv_gym.vector.OpenEnvVectorEnv` builds on one env this way).
+
+        Raises:
+            SessionClosedError: The env is closed or its session broke.
+        """
+        session = self._require_session()
+        self._session_finalizer.detach()
+        self._closed = True
+        self._session = None
+        return session, self._provider
+
     def _require_session(self) -> SyncSession:
         if self._closed or self._session is None:
             raise SessionClosedError(
@@ -320,18 +361,23 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         return self._session
 
     def _info(self, reply: ObservationReply) -> dict[str, Any]:
-        extras = self._observation_codec.extras(reply.observation)
-        truncated_key = self._observation_codec.truncated_key
-        info = {k: v for k, v in extras.items() if k not in (_ENVELOPE_INFO_KEY, truncated_key)}
-        nested = extras.get(_ENVELOPE_INFO_KEY)
-        if isinstance(nested, dict):
-            info.update(nested)
-        info.update(reply.metadata)
-        return info
+        return reply_info(self._observation_codec, reply)
 
     def __repr__(self) -> str:
         where = getattr(self, "base_url", None) or "not connected"
         return f"<OpenEnvEnv {where}>"
+
+
+def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:
+    """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged."""
+    extras = codec.extras(reply.observation)
+    truncated_key = codec.truncated_key
+    info = {k: v for k, v in extras.items() if k not in (_ENVELOPE_INFO_KEY, truncated_key)}
+    nested = extras.get(_ENVELOPE_INFO_KEY)
+    if isinstance(nested, dict):
+        info.update(nested)
+    info.update(reply.metadata)
+    return info
 
 
 def _find_rgb_image(space: spaces.Space[Any]) -> tuple[str, ...] | None:

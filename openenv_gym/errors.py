@@ -212,3 +212,42 @@ __all__ += [
     "UCIEngineNotFoundError",
     "UnknownEncodingError",
 ]
+
+
+# --------------------------------------------------------------------------- vectorization
+
+
+class VectorUsageError(OpenEnvGymError, ValueError):
+    """A vector env was called with arguments it cannot use (seeds, masks, actions, modes)."""
+
+
+class InsufficientCapacityError(OpenEnvGymError, RuntimeError):
+    """The servers cannot take as many sessions as a vector env needs.
+
+    Attributes:
+        requested: How many sessions were needed.
+        accepted: Per base URL, how many sessions that server accepts (``None``: unknown).
+    """
+
+    def __init__(self, message: str, *, requested: int, accepted: dict[str, int | None]) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.accepted = dict(accepted)
+
+
+class SubEnvError(ServerConnectionError):
+    """One sub-environment of a vector env lost its session (connection closed or timed out).
+
+    The original error is the ``__cause__``.
+
+    Attributes:
+        index: The sub-environment's index in the vector env.
+        url: The session's URL.
+    """
+
+    def __init__(self, message: str, *, index: int, url: str) -> None:
+        super().__init__(message, url=url)
+        self.index = index
+
+
+__all__ += ["InsufficientCapacityError", "SubEnvError", "VectorUsageError"]

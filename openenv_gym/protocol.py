@@ -35,6 +35,8 @@ HEALTH_PATH: Final = "/health"
 SCHEMA_PATH: Final = "/schema"
 METADATA_PATH: Final = "/metadata"
 STATE_PATH: Final = "/state"
+#: Our extension (official servers answer 404): {"max_sessions": M, "active_sessions": A}.
+CAPACITY_PATH: Final = "/capacity"
 
 #: Keys of the official Observation base model that are not part of the observation proper.
 OBSERVATION_ENVELOPE_FIELDS: Final = frozenset({"reward", "done", "metadata"})

@@ -86,3 +86,25 @@ def register_game_envs() -> None:
 def _register(env_id: str, **kwargs: Any) -> None:
     if env_id not in gym.registry:
         gym.register(env_id, **kwargs)
+
+
+# --------------------------------------------------------------------------- vector entry points
+
+
+def register_vector_entry_points() -> None:
+    """Give the ``openenv/...`` ids a native ``vector_entry_point`` (:class:`OpenEnvVectorEnv`),
+    so ``gym.make_vec("openenv/CartPole-v1", num_envs=8)`` opens 8 sessions on one event loop.
+    One line per id: ``_set_vector_entry_point("openenv/<Id>")``.
+    """
+    for gym_id in SERVED_GYMNASIUM_IDS:
+        _set_vector_entry_point(f"{NAMESPACE}/{gym_id}")
+    _set_vector_entry_point(f"{NAMESPACE}/Gymnasium-v0")
+    _set_vector_entry_point(f"{NAMESPACE}/Remote-v0")
+
+
+def _set_vector_entry_point(env_id: str) -> None:
+    from openenv_gym.vector import VectorEntryPoint
+
+    spec = gym.registry.get(env_id)
+    if spec is not None and spec.vector_entry_point is None:
+        spec.vector_entry_point = VectorEntryPoint(env_id)

@@ -51,6 +51,7 @@ from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
+    OpenEnvGymError,
     ProtocolError,
     ReplyTimeoutError,
     ServerConnectionError,
@@ -69,6 +70,7 @@ from openenv_gym.protocol import (
     parse_server_object,
     ws_to_http_url,
 )
+from openenv_gym.wsframes import send_frame
 
 T = TypeVar("T")
 
@@ -343,6 +345,69 @@ class Session:
             await self._connection.send(encode_message(close_message()))
         with contextlib.suppress(TimeoutError, OSError):
             await asyncio.wait_for(self._connection.close(), 2.0)
+
+
+async def exchange_many(
+    sessions: Sequence[Session], frames: Sequence[str | bytes], timeout: float
+) -> list[str | bytes | OpenEnvGymError]:
+    """Send ``frames[i]`` on ``sessions[i]`` for every i, then collect every reply.
+
+    All frames go out before the first reply is awaited, so the N round trips overlap; a
+    vector env calls this once per batch (one hop to the loop thread per batch, no task or
+    future per session). Failures are returned in place of the reply, never raised, so one
+    broken session does not hide the others' replies:
+
+    * ``SessionClosedError``: the session was closed before (nothing sent);
+    * ``ReplyTimeoutError``: no reply within ``timeout`` seconds of the batch's start (the
+      session is closed: a late reply would be paired with the next request);
+    * ``ConnectionLostError``: the connection closed (the session is closed).
+    """
+    results: list[str | bytes | OpenEnvGymError | None] = [None] * len(sessions)
+    for i, session in enumerate(sessions):
+        if session.closed:
+            results[i] = SessionClosedError(f"the session to {session.url} is closed")
+            continue
+        # A refused session sends an error frame, then closes: its reply is still queued.
+        with contextlib.suppress(ConnectionClosed):
+            await send_frame(session._connection, frames[i])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = 0
+    try:
+        # One deadline for the whole batch (a timeout context per reply costs more than a
+        # CartPole step); on expiry the current await is cancelled and the rest time out.
+        async with asyncio.timeout_at(deadline):
+            for pending, session in enumerate(sessions):
+                if results[pending] is not None:
+                    continue
+                try:
+                    results[pending] = await session._connection.recv()
+                except ConnectionClosed as exc:
+                    await session._abort()
+                    results[pending] = _lost(session, exc)
+            pending = len(sessions)
+    except TimeoutError:
+        for i in range(pending, len(sessions)):
+            session = sessions[i]
+            if results[i] is not None:
+                continue
+            await session._abort()
+            results[i] = ReplyTimeoutError(
+                f"no reply from {session.url} within {timeout:g}s; the session was closed",
+                url=session.url,
+                timeout=timeout,
+            )
+    return results  # type: ignore[return-value]  # every slot is filled above
+
+
+def _lost(session: Session, exc: ConnectionClosed) -> ConnectionLostError:
+    rcvd = exc.rcvd
+    why = f"code {rcvd.code}, reason {rcvd.reason!r}" if rcvd else "no close frame"
+    return ConnectionLostError(
+        f"the connection to {session.url} closed while waiting for a reply ({why}); "
+        "the server may have stopped or dropped the session",
+        url=session.url,
+    )
 
 
 def _ws_url_or_raise(base_url: str) -> str:

@@ -39,6 +39,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.typing import Subprotocol
 
 from openenv_gym.binary_frames import BINARY_SUBPROTOCOL
+from openenv_gym.protocol import CAPACITY_PATH
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
@@ -119,6 +120,7 @@ class OpenEnvServer:
             idle_timeout=idle_timeout,
             max_message_size=max_message_size,
         )
+        self.routes.add_route(CAPACITY_PATH, self.capacity)
         self._server: Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
@@ -141,6 +143,13 @@ class OpenEnvServer:
     def active_sessions(self) -> int:
         """The number of open sessions."""
         return self.sessions.active_sessions
+
+    def capacity(self) -> dict[str, int]:
+        """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A}``."""
+        return {
+            "max_sessions": self.sessions.max_sessions,
+            "active_sessions": self.sessions.active_sessions,
+        }
 
     async def start(
         self, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False

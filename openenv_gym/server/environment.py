@@ -75,6 +75,17 @@ class Environment(ABC, Generic[ActT, ObsT, StateT]):
     def state(self) -> StateT:
         """The current episode state (at least ``episode_id`` and ``step_count``)."""
 
+    def step_reply(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Optional fast path: a ``step`` message's raw ``data`` -> the whole reply message.
+
+        Return ``None`` (the default) to have the server validate ``data`` with the action
+        model, call :meth:`step` and serialize the observation. An environment that checks
+        the raw action itself can answer here and skip validation and ``model_dump``; it
+        must return exactly what the slow path would (see
+        :func:`openenv_gym.protocol.observation_message`) and raise the same errors.
+        """
+        return None
+
     def get_metadata(self) -> EnvironmentMetadata:
         """Describe the environment; the default uses the class name and docstring."""
         name = type(self).__name__

@@ -10,6 +10,8 @@ response and the connection is closed (no keep-alive):
   schema, as the official server sends by default)
 * ``GET /metadata`` -> the ``EnvironmentMetadata`` fields, nulls included
 * ``GET /state``    -> the state of a freshly built environment (as the official server does)
+* ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A}`` (our extension, added by
+  :class:`~openenv_gym.server.OpenEnvServer`; clients use it before opening many sessions)
 * anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
 
 Limitation: websockets' HTTP parser accepts only ``GET``; the official server's HTTP-only
@@ -92,6 +94,10 @@ class HttpRoutes:
             METADATA_PATH: self._get_metadata,
             STATE_PATH: self._get_state,
         }
+
+    def add_route(self, path: str, handler: Callable[[], Any]) -> None:
+        """Serve ``GET path`` with the JSON of ``handler()`` (e.g. ``/capacity``)."""
+        self._routes[path] = handler
 
     @property
     def schema(self) -> dict[str, Any]:

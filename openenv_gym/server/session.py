@@ -62,6 +62,7 @@ from openenv_gym.protocol import (
     state_reply_message,
 )
 from openenv_gym.server.environment import Environment
+from openenv_gym.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -174,6 +175,7 @@ class SessionManager:
         self._sessions: set[_Session] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._sender = CoalescingSender()
 
     @property
     def active_sessions(self) -> int:
@@ -268,8 +270,8 @@ class SessionManager:
     async def _serve(self, session: _Session) -> None:
         websocket = session.websocket
         recv = websocket.recv
-        send = websocket.send
         dispatch = self._dispatch
+        send = self._sender.send
         try:
             while True:
                 raw = await recv(decode=False)
@@ -277,7 +279,7 @@ class SessionManager:
                 reply = dispatch(session, raw)
                 if reply is None:
                     break
-                await send(reply[0], text=reply[1])
+                await send(websocket, reply[0], text=reply[1])
         except ConnectionClosed:
             return
         await websocket.close()
@@ -325,6 +327,11 @@ class SessionManager:
         env = session.env
         try:
             if kind == MessageType.STEP:
+                # Environments not derived from ours (e.g. official ones) have no fast path.
+                step_reply = getattr(env, "step_reply", None)
+                fast = step_reply(message.data) if step_reply is not None else None
+                if fast is not None:
+                    return fast
                 action = self.action_type.model_validate(message.data)
                 reply = serialize_observation(env.step(action))
             elif kind == MessageType.RESET:

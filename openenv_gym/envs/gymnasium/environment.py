@@ -38,6 +38,7 @@ from openenv_gym.envs.gymnasium.models import (
     gymnasium_models,
 )
 from openenv_gym.errors import ActionOutOfSpaceError
+from openenv_gym.protocol import observation_message
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 from openenv_gym.spaces.serialization import from_wire, to_wire
@@ -150,20 +151,31 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             ActionOutOfSpaceError: The action is not an element of the action space (the
                 server answers ``VALIDATION_ERROR``).
         """
-        wire = action.action  # type: ignore[attr-defined]
+        return construct_trusted(self.observation_model, self._step_fields(action.action))  # type: ignore[attr-defined]
+
+    def step_reply(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The fast path for a discrete action sent as a plain int (see
+        :meth:`Environment.step_reply`); anything else goes through validation."""
+        if self._discrete_range is None or len(data) != 1:
+            return None
+        wire = data.get("action")
+        if type(wire) is not int:
+            return None
+        fields = self._step_fields(wire)
+        done, reward = fields.pop("done"), fields.pop("reward")
+        return observation_message(fields, reward, done, fields["metadata"])
+
+    def _step_fields(self, wire: Any) -> dict[str, Any]:
         value = self._decode_action(wire)
         observation, reward, terminated, truncated, info = self._env.step(value)
         self._step_count += 1
-        return construct_trusted(
-            self.observation_model,
-            {
-                "done": bool(terminated or truncated),
-                "reward": float(reward),
-                "metadata": json_safe(info) if info else {},
-                "observation": self._wire_observation(observation),
-                "truncated": bool(truncated),
-            },
-        )
+        return {
+            "done": bool(terminated or truncated),
+            "reward": float(reward),
+            "metadata": json_safe(info) if info else {},
+            "observation": self._wire_observation(observation),
+            "truncated": bool(truncated),
+        }
 
     def _wire_observation(self, observation: Any) -> Any:
         """The observation as it goes into the model: arrays as arrays, else wire values."""

@@ -1,0 +1,748 @@
+"""``OpenEnvVectorEnv``: N remote OpenEnv sessions as one ``gymnasium.vector.VectorEnv``.
+
+All N sessions live on the process's one background event loop
+(:func:`openenv_gym.transport.background_loop`). A ``step`` encodes the N actions, hands
+the whole batch to the loop thread in ONE hop, sends every frame before awaiting any
+reply (so the N round trips overlap), and writes the decoded observations into
+preallocated batch buffers. Sessions are spread round-robin over one or several servers.
+
+Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`, exactly like
+:class:`~gymnasium.vector.SyncVectorEnv`:
+
+* ``NEXT_STEP`` (default): a sub-env that ended is reset on the following ``step`` (its
+  action is ignored; reward 0, not terminated, not truncated).
+* ``SAME_STEP``: it is reset in the same ``step``; ``info["final_obs"]`` and
+  ``info["final_info"]`` hold the last observation and info of the episode.
+* ``DISABLED``: reset sub-envs yourself with ``reset(options={"reset_mask": mask})``.
+
+Wire -> Gymnasium mapping, as in :class:`~openenv_gym.env.OpenEnvEnv`: ``done`` ->
+``terminated`` unless the server's truncation field (``x-truncated-key``) is set, in which
+case it is ``truncated``.
+
+Faults: a sub-env whose connection closes or whose reply does not come within
+``reply_timeout`` raises :class:`~openenv_gym.errors.SubEnvError` naming its index and URL.
+With ``reconnect=True`` its session is reopened instead (an embedded server this env started
+is restarted if it died); the broken episode ends as truncated and
+``info["reconnected"]`` says so for that sub-env.
+
+Example:
+    >>> import openenv_gym
+    >>> envs = openenv_gym.OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=4)  # doctest: +SKIP
+    >>> obs, info = envs.reset(seed=0)  # doctest: +SKIP
+    >>> obs, rewards, terminations, truncations, infos = envs.step(  # doctest: +SKIP
+    ...     envs.action_space.sample()
+    ... )
+    >>> envs.close()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from openenv_gym.capacity import fetch_capacity, insufficient_capacity_error
+from openenv_gym.env import OpenEnvEnv, reply_info
+from openenv_gym.errors import (
+    ActionOutOfSpaceError,
+    CapacityReachedError,
+    OpenEnvGymError,
+    ProtocolError,
+    ServerConnectionError,
+    ServerReplyError,
+    SubEnvError,
+    VectorUsageError,
+)
+from openenv_gym.protocol import (
+    ObservationReply,
+    encode_message,
+    parse_server_message,
+    reset_message,
+    state_message,
+    step_message,
+)
+from openenv_gym.providers.base import ServerProvider
+from openenv_gym.transport import Session, exchange_many, is_healthy, run_sync
+
+#: The encodings this version speaks on the wire.
+ENCODINGS: Final = ("json",)
+#: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
+RECONNECTED_KEY: Final = "reconnected"
+_STATE_FRAME: Final = encode_message(state_message())
+
+
+class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
+    """N sessions of one OpenEnv environment, stepped together.
+
+    Args:
+        id: A registered id whose env is an :class:`~openenv_gym.env.OpenEnvEnv` (e.g.
+            ``"openenv/CartPole-v1"``); ``None`` for any server at ``base_url`` (spaces from
+            its ``GET /schema``). One env is made with ``gymnasium.make(id, **env_kwargs)``
+            (which starts the embedded server when ``base_url`` is ``None``); the vector env
+            takes over its session, spaces and server.
+        num_envs: The number of sub-environments (sessions).
+        base_url: A server URL, or a list of them (sessions spread round-robin); ``None``
+            starts an embedded server (needs ``id``).
+        encoding: The wire encoding; only ``"json"`` (plain OpenEnv) in this version.
+        autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
+        reconnect: Reopen a sub-env's session when its connection breaks (see module doc)
+            instead of raising :class:`~openenv_gym.errors.SubEnvError`.
+        max_episode_steps: Truncate episodes after this many steps (client-side TimeLimit).
+        copy: Return a copy of the observation buffer (``True``) or the buffer itself.
+        **env_kwargs: Passed to ``gymnasium.make(id, ...)`` or to
+            :class:`~openenv_gym.env.OpenEnvEnv` (timeouts, field spaces, reset_kwargs, ...).
+
+    Raises:
+        VectorUsageError: ``num_envs``, ``base_url``, ``encoding`` or ``autoreset_mode`` is
+            invalid.
+        InsufficientCapacityError: The servers cannot take ``num_envs`` sessions.
+        ServerConnectionError: A server cannot be reached.
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        id: str | None = None,
+        num_envs: int = 1,
+        *,
+        base_url: str | Sequence[str] | None = None,
+        encoding: str = "json",
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        reconnect: bool = False,
+        max_episode_steps: int | None = None,
+        copy: bool = True,
+        **env_kwargs: Any,
+    ) -> None:
+        self._closed = True  # until the sessions are open
+        self._sessions: list[Session] = []
+        self._owned_providers: dict[str, ServerProvider] = {}
+        self.num_envs = _check_num_envs(num_envs)
+        urls = _check_base_urls(base_url)
+        if urls is None and id is None:
+            raise VectorUsageError(
+                "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
+                "id that starts an embedded server such as 'openenv/CartPole-v1'"
+            )
+        if encoding not in ENCODINGS:
+            raise VectorUsageError(
+                f"expected encoding to be one of {list(ENCODINGS)}, got {encoding!r}"
+            )
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise VectorUsageError(
+                f"expected autoreset_mode to be one of {[m.value for m in AutoresetMode]}, "
+                f"got {autoreset_mode!r}"
+            ) from None
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise VectorUsageError(f"expected max_episode_steps >= 1, got {max_episode_steps}")
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.encoding = encoding
+        self.reconnect = reconnect
+        self.copy = copy
+        self.render_mode = None
+        self._max_episode_steps = max_episode_steps
+
+        template = _make_template(id, urls, env_kwargs)
+        session, provider = template.detach()
+        first_url = template.base_url
+        if provider.owns_server:
+            self._owned_providers[first_url] = provider
+        self._urls = [
+            (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
+        ]
+        self._urls[0] = first_url
+        self._action_codec = template.action_codec
+        self._observation_codec = template.observation_codec
+        self._reset_kwargs = template.reset_kwargs
+        self._connect_options = template.connect_options
+        self._reply_timeout = float(self._connect_options["reply_timeout"])
+        self._call_timeout = (
+            self._reply_timeout + float(self._connect_options["connect_timeout"]) + 30.0
+        )
+        self._sessions = [session.session]
+        self._closed = False
+        try:
+            self._open_sessions(range(1, num_envs), check_capacity=True)
+        except BaseException:
+            self.close()
+            raise
+
+        self.single_observation_space = self._observation_codec.space
+        self.single_action_space = self._action_codec.space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._observations: Any = create_empty_array(
+            self.single_observation_space, num_envs, fn=np.zeros
+        )
+        self._env_obs: list[Any] = [None] * num_envs
+        self._rewards = np.zeros(num_envs, dtype=np.float64)
+        self._terminations = np.zeros(num_envs, dtype=np.bool_)
+        self._truncations = np.zeros(num_envs, dtype=np.bool_)
+        self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
+        self._elapsed = np.zeros(num_envs, dtype=np.int64)
+        self._setup_fast_paths()
+
+    # ------------------------------------------------------------------ set-up
+
+    def _setup_fast_paths(self) -> None:
+        obs_space, obs_key = self.single_observation_space, self._observation_codec.key
+        self._row_length: int | None = None
+        if (
+            isinstance(obs_space, spaces.Box)
+            and len(obs_space.shape) == 1
+            and obs_key is not None
+            and isinstance(self._observations, np.ndarray)
+        ):
+            self._row_length = int(obs_space.shape[0])
+        act_space, act_key = self.single_action_space, self._action_codec.key
+        self._discrete_n: int | None = None
+        if isinstance(act_space, spaces.Discrete) and int(act_space.start) == 0 and act_key:
+            self._discrete_n = int(act_space.n)
+            self._step_prefix = '{"type":"step","data":{' + json.dumps(act_key) + ":"
+        reset_frame = encode_message(reset_message(**self._reset_kwargs))
+        self._plain_reset_frame = reset_frame
+        key = self._observation_codec.truncated_key
+        self._truncated_key = key
+        # The fields of a reply that carry no info (the observation, truncation, empty metadata).
+        self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
+
+    def _open_sessions(self, indices: Sequence[int], *, check_capacity: bool) -> None:
+        """Open sessions for ``indices`` (at ``self._urls[i]``), checking capacity first."""
+        if not indices:
+            return
+        needed: dict[str, int] = {}
+        for i in indices:
+            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
+        already = {url: self._urls[: min(indices)].count(url) for url in needed}
+        accepted: dict[str, int | None] = {}
+        known: set[str] = set()
+        if check_capacity:
+            short = False
+            for url, count in needed.items():
+                capacity = fetch_capacity(url, timeout=self._connect_options["connect_timeout"])
+                if capacity.free is not None:
+                    known.add(url)
+                    accepted[url] = capacity.free + already[url]
+                    short = short or capacity.free < count
+            if short:
+                total = {url: count + already[url] for url, count in needed.items()}
+                raise insufficient_capacity_error(
+                    requested=self.num_envs,
+                    needed=total,
+                    accepted={url: accepted.get(url) for url in total},
+                    known=known,
+                )
+        opened = run_sync(self._open_all([self._urls[i] for i in indices]), self._call_timeout)
+        refused: dict[str, int] = {}
+        first_error: BaseException | None = None
+        for i, outcome in zip(indices, opened, strict=True):
+            if isinstance(outcome, CapacityReachedError):
+                refused[self._urls[i]] = refused.get(self._urls[i], 0) + 1
+            elif isinstance(outcome, BaseException):
+                first_error = first_error or outcome
+        good = [s for s in opened if isinstance(s, Session)]
+        if refused or first_error is not None:
+            run_sync(_close_all(good), self._call_timeout)
+            if first_error is not None:
+                raise first_error
+            total = {url: count + already[url] for url, count in needed.items()}
+            for url, count in needed.items():
+                if url not in known:
+                    accepted[url] = count - refused.get(url, 0) + already[url]
+            raise insufficient_capacity_error(
+                requested=self.num_envs, needed=total, accepted=accepted, known=known
+            )
+        for i, outcome in zip(indices, opened, strict=True):
+            assert isinstance(outcome, Session)  # every failure raised above
+            if i < len(self._sessions):
+                self._sessions[i] = outcome
+            else:
+                self._sessions.append(outcome)
+
+    async def _open_all(self, urls: list[str]) -> list[Session | BaseException]:
+        """Open one session per URL; then a ``state`` round trip shows CAPACITY_REACHED."""
+        options = self._connect_options
+        outcomes: list[Session | BaseException] = list(
+            await asyncio.gather(
+                *(
+                    Session.open(
+                        url,
+                        connect_timeout=options["connect_timeout"],
+                        reply_timeout=options["reply_timeout"],
+                        max_message_size=options["max_message_size"],
+                        headers=options["headers"],
+                    )
+                    for url in urls
+                ),
+                return_exceptions=True,
+            )
+        )
+        opened = [(k, s) for k, s in enumerate(outcomes) if isinstance(s, Session)]
+        replies = await exchange_many(
+            [s for _, s in opened], [_STATE_FRAME] * len(opened), self._reply_timeout
+        )
+        for (k, session), raw in zip(opened, replies, strict=True):
+            if isinstance(raw, BaseException):
+                outcomes[k] = raw
+                continue
+            try:
+                parse_server_message(raw, url=session.url)
+            except CapacityReachedError as exc:
+                await session.close()
+                outcomes[k] = exc
+            except (ServerReplyError, ProtocolError):
+                pass  # the session is open; the env just does not serve ``state``
+        return outcomes
+
+    # ------------------------------------------------------------------ gymnasium API
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every sub-env (or those in ``options["reset_mask"]``).
+
+        Args:
+            seed: ``None``; an int (sub-env i gets ``seed + i``); or one seed per sub-env.
+            options: Sent as reset keys to every sub-env; ``"reset_mask"`` (a bool array of
+                shape ``(num_envs,)``) resets only those sub-envs.
+
+        Raises:
+            VectorUsageError: The seeds or the mask do not fit ``num_envs``.
+            SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
+        """
+        self._check_open()
+        seeds = self._seeds(seed)
+        if isinstance(seed, int):
+            super().reset(seed=seed)
+        options = dict(options or {})
+        mask = self._reset_mask(options.pop("reset_mask", None))
+        indices = [i for i in range(self.num_envs) if mask is None or mask[i]]
+        data = {**self._reset_kwargs, **options}
+        frames = [encode_message(reset_message(seed=seeds[i], **data)) for i in indices]
+        replies = self._exchange(indices, frames, retry_frames=frames)
+        infos: dict[str, Any] = {}
+        for i, reply in zip(indices, replies, strict=True):
+            assert reply is not None  # resets are retried after a reconnect
+            self._write_observation(i, reply)
+            info = self._info(reply)
+            if info:
+                infos = self._add_info(infos, info, i)
+        self._finish_observations()
+        self._terminations[indices] = False
+        self._truncations[indices] = False
+        self._autoreset_envs[indices] = False
+        self._elapsed[indices] = 0
+        return self._result_observations(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env with its action; see the module doc for autoreset.
+
+        Raises:
+            ActionOutOfSpaceError: An action is outside the single action space (nothing
+                is sent); the message names the sub-env.
+            VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
+            SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
+        """
+        self._check_open()
+        n = self.num_envs
+        resetting = self._autoreset_envs
+        if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
+            ended = np.flatnonzero(resetting).tolist()
+            raise VectorUsageError(
+                f"sub-envs {ended} ended at the last step and autoreset_mode is DISABLED: "
+                "reset them with reset(options={'reset_mask': mask}) before stepping them"
+            )
+        frames = self._step_frames(actions)
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
+            for i in np.flatnonzero(resetting).tolist():
+                frames[i] = self._plain_reset_frame
+            was_resetting = resetting.copy()
+        else:
+            was_resetting = None
+        indices = list(range(n))
+        replies = self._exchange(indices, frames, retry_frames=None)
+        infos: dict[str, Any] = {}
+        final_infos: dict[int, dict[str, Any]] = {}
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        rewards, terminations, truncations = self._rewards, self._terminations, self._truncations
+        truncated_key = self._truncated_key
+        elapsed = self._elapsed
+        limit = self._max_episode_steps
+        for i in indices:
+            reply = replies[i]
+            if reply is None:  # reconnected: the episode ends here, truncated
+                rewards[i] = 0.0
+                terminations[i] = False
+                truncations[i] = True
+                info: dict[str, Any] = {RECONNECTED_KEY: True}
+            else:
+                self._write_observation(i, reply)
+                if was_resetting is not None and was_resetting[i]:
+                    rewards[i] = 0.0
+                    terminations[i] = False
+                    truncations[i] = False
+                    elapsed[i] = 0
+                else:
+                    observation = reply.observation
+                    truncated = bool(observation.get(truncated_key)) if truncated_key else False
+                    elapsed[i] += 1
+                    if limit is not None and elapsed[i] >= limit:
+                        truncated = True
+                    rewards[i] = 0.0 if reply.reward is None else reply.reward
+                    terminations[i] = reply.done and not truncated
+                    truncations[i] = truncated
+                info = self._info(reply)
+            if same_step and (terminations[i] or truncations[i]):
+                final_infos[i] = info
+            elif info:
+                infos = self._add_info(infos, info, i)
+        self._finish_observations()
+        if final_infos:
+            infos = self._reset_ended_same_step(final_infos, infos)
+            self._autoreset_envs = np.zeros(n, dtype=np.bool_)
+        else:
+            self._autoreset_envs = np.logical_or(terminations, truncations)
+        return (
+            self._result_observations(),
+            np.copy(rewards),
+            np.copy(terminations),
+            np.copy(truncations),
+            infos,
+        )
+
+    def _reset_ended_same_step(
+        self, final_infos: dict[int, dict[str, Any]], infos: dict[str, Any]
+    ) -> dict[str, Any]:
+        """SAME_STEP: reset the sub-envs that ended, in one more batch round trip."""
+        ended = sorted(final_infos)
+        for i in ended:
+            final = {"final_obs": self._observation_of(i), "final_info": final_infos[i]}
+            infos = self._add_info(infos, final, i)
+        frames = [self._plain_reset_frame] * len(ended)
+        replies = self._exchange(ended, frames, retry_frames=frames)
+        for i, reply in zip(ended, replies, strict=True):
+            assert reply is not None  # resets are retried after a reconnect
+            self._write_observation(i, reply)
+            info = self._info(reply)
+            if info:
+                infos = self._add_info(infos, info, i)
+            self._elapsed[i] = 0
+        self._finish_observations()
+        return infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every session and stop the servers this env started."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            run_sync(_close_all(self._sessions), 30.0)
+        finally:
+            for provider in self._owned_providers.values():
+                provider.stop()
+
+    # ------------------------------------------------------------------ extras
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The server URL of each sub-env."""
+        return list(self._urls)
+
+    def call_state(self) -> list[dict[str, Any]]:
+        """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
+        self._check_open()
+        indices = list(range(self.num_envs))
+        raws = run_sync(
+            exchange_many(self._sessions, [_STATE_FRAME] * self.num_envs, self._reply_timeout),
+            self._call_timeout,
+        )
+        states = []
+        for i in indices:
+            raw = raws[i]
+            if isinstance(raw, OpenEnvGymError):
+                raise self._sub_env_error(i, raw) from raw
+            reply = parse_server_message(raw, url=self._sessions[i].url)
+            states.append(getattr(reply, "state", None) or dict(getattr(reply, "observation", {})))
+        return states
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise VectorUsageError(
+                "this vector env is closed; create a new one to go on",
+            )
+
+    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        if isinstance(seed, Sequence) and not isinstance(seed, str):
+            if len(seed) != self.num_envs:
+                raise VectorUsageError(
+                    f"expected one seed per sub-env ({self.num_envs}), got {len(seed)} seeds"
+                )
+            return [None if s is None else int(s) for s in seed]
+        raise VectorUsageError(
+            f"expected seed to be None, an int or a list of {self.num_envs} ints, got {seed!r}"
+        )
+
+    def _reset_mask(self, mask: Any) -> np.ndarray | None:
+        if mask is None:
+            return None
+        if not (
+            isinstance(mask, np.ndarray)
+            and mask.dtype == np.bool_
+            and mask.shape == (self.num_envs,)
+        ):
+            raise VectorUsageError(
+                f"expected options['reset_mask'] to be a numpy bool array of shape "
+                f"({self.num_envs},), got {mask!r}"
+            )
+        if not mask.any():
+            raise VectorUsageError("options['reset_mask'] selects no sub-env; set at least one")
+        return mask
+
+    def _step_frames(self, actions: Any) -> list[str]:
+        n = self.num_envs
+        discrete_n = self._discrete_n
+        if discrete_n is not None:
+            array = np.asarray(actions)
+            if (
+                array.shape == (n,)
+                and array.dtype.kind in "iu"
+                and (n == 0 or (int(array.min()) >= 0 and int(array.max()) < discrete_n))
+            ):
+                prefix = self._step_prefix
+                return [f"{prefix}{a}}}}}" for a in array.tolist()]
+        try:
+            per_env = list(iterate(self.action_space, actions))
+        except (TypeError, ValueError, IndexError, AssertionError) as exc:
+            raise ActionOutOfSpaceError(
+                f"expected a batch of {n} actions in {self.action_space}, got {actions!r:.200}"
+            ) from exc
+        if len(per_env) != n:
+            raise ActionOutOfSpaceError(
+                f"expected a batch of {n} actions in {self.action_space}, got {len(per_env)}"
+            )
+        frames = []
+        for i, action in enumerate(per_env):
+            try:
+                wire = self._action_codec.encode(action)
+            except ActionOutOfSpaceError as exc:
+                raise ActionOutOfSpaceError(f"sub-env {i}: {exc}", field=exc.field) from exc
+            frames.append(encode_message(step_message(wire)))
+        return frames
+
+    def _exchange(
+        self, indices: list[int], frames: list[str], *, retry_frames: list[str] | None
+    ) -> list[ObservationReply | None]:
+        """One batch round trip for ``indices``; ``None`` marks a reconnected sub-env.
+
+        With ``retry_frames`` (resets) the frame is sent again on the reopened session.
+        """
+        sessions = self._sessions
+        raws = run_sync(
+            exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
+            self._call_timeout,
+        )
+        replies: list[ObservationReply | None] = []
+        broken: list[int] = []
+        for k, (i, raw) in enumerate(zip(indices, raws, strict=True)):
+            if isinstance(raw, OpenEnvGymError):
+                if not self.reconnect:
+                    raise self._sub_env_error(i, raw) from raw
+                broken.append(k)
+                replies.append(None)
+                continue
+            replies.append(self._parse(i, raw))
+        if broken:
+            self._reconnect([indices[k] for k in broken], [raws[k] for k in broken])
+            if retry_frames is not None:
+                again = self._exchange(
+                    [indices[k] for k in broken],
+                    [retry_frames[k] for k in broken],
+                    retry_frames=None,
+                )
+                for k, reply in zip(broken, again, strict=True):
+                    if reply is None:
+                        raise self._sub_env_error(indices[k], raws[k])  # type: ignore[arg-type]
+                    replies[k] = reply
+        return replies
+
+    def _parse(self, index: int, raw: str | bytes) -> ObservationReply:
+        url = self._sessions[index].url
+        try:
+            reply = parse_server_message(raw, url=url)
+        except (ServerReplyError, ProtocolError) as exc:
+            exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
+            raise
+        if not isinstance(reply, ObservationReply):
+            raise ProtocolError(
+                f"expected an 'observation' reply from sub-env {index} at {url}, got a 'state' "
+                "reply",
+                received=reply,
+            )
+        return reply
+
+    def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
+        url = self._sessions[index].url if index < len(self._sessions) else self._urls[index]
+        hint = (
+            "reconnecting failed"
+            if self.reconnect
+            else "pass reconnect=True to reopen broken sessions and go on"
+        )
+        return SubEnvError(
+            f"sub-env {index} of the vector env lost its session at {url}: {cause} ({hint})",
+            index=index,
+            url=url,
+        )
+
+    def _reconnect(self, indices: list[int], causes: list[Any]) -> None:
+        """Reopen the sessions of ``indices``, restarting an owned server that died."""
+        for url in {self._urls[i] for i in indices}:
+            provider = self._owned_providers.get(url)
+            if provider is None or is_healthy(url, timeout=2.0):
+                continue
+            provider.stop()
+            try:
+                new_url = provider.start().rstrip("/")
+            except OpenEnvGymError as exc:
+                i = next(j for j in indices if self._urls[j] == url)
+                raise self._sub_env_error(i, exc) from exc
+            del self._owned_providers[url]
+            self._owned_providers[new_url] = provider
+            self._urls = [new_url if u == url else u for u in self._urls]
+        try:
+            self._open_sessions(indices, check_capacity=False)
+        except (ServerConnectionError, CapacityReachedError, OpenEnvGymError) as exc:
+            raise self._sub_env_error(indices[0], exc) from exc
+
+    def _write_observation(self, index: int, reply: ObservationReply) -> None:
+        row = self._row_length
+        if row is not None:
+            value = reply.observation.get(self._observation_codec.key)  # type: ignore[arg-type]
+            if type(value) is list and len(value) == row:
+                try:
+                    self._observations[index] = value
+                    return
+                except (TypeError, ValueError):
+                    pass  # the codec names the problem below
+            self._observations[index] = self._decode(index, reply)
+            return
+        self._env_obs[index] = self._decode(index, reply)
+
+    def _decode(self, index: int, reply: ObservationReply) -> Any:
+        try:
+            return self._observation_codec.decode(reply.observation)
+        except OpenEnvGymError as exc:
+            exc.add_note(f"(from sub-env {index} of the vector env, at {self._urls[index]})")
+            raise
+
+    def _finish_observations(self) -> None:
+        if self._row_length is None and all(o is not None for o in self._env_obs):
+            self._observations = concatenate(
+                self.single_observation_space, self._env_obs, self._observations
+            )
+
+    def _observation_of(self, index: int) -> Any:
+        if self._row_length is not None:
+            return np.array(self._observations[index])
+        return copy.deepcopy(self._env_obs[index])
+
+    def _result_observations(self) -> Any:
+        return copy.deepcopy(self._observations) if self.copy else self._observations
+
+    def _info(self, reply: ObservationReply) -> dict[str, Any]:
+        observation = reply.observation
+        if (
+            not reply.metadata
+            and self._quiet_fields.issuperset(observation)
+            and not observation.get("metadata")
+        ):
+            return {}
+        return reply_info(self._observation_codec, reply)
+
+    def __repr__(self) -> str:
+        servers = sorted(set(self._urls)) if self._urls else []
+        return f"OpenEnvVectorEnv(num_envs={self.num_envs}, servers={servers})"
+
+
+async def _close_all(sessions: Sequence[Session]) -> None:
+    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+def _check_num_envs(num_envs: Any) -> int:
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+        raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
+    return int(num_envs)
+
+
+def _check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
+    if base_url is None:
+        return None
+    if isinstance(base_url, str):
+        return [base_url]
+    urls = list(base_url)
+    if not urls or not all(isinstance(u, str) for u in urls):
+        raise VectorUsageError(
+            f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
+        )
+    return urls
+
+
+def _make_template(
+    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any]
+) -> OpenEnvEnv:
+    """The one env whose session, spaces and server the vector env takes over."""
+    kwargs = dict(env_kwargs)
+    if urls is not None:
+        kwargs["base_url"] = urls[0]
+    if id is None:
+        return OpenEnvEnv(**kwargs)
+    env = gym.make(id, disable_env_checker=True, **kwargs)
+    unwrapped = env.unwrapped
+    if not isinstance(unwrapped, OpenEnvEnv):
+        env.close()
+        raise VectorUsageError(
+            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id), got "
+            f"{type(unwrapped).__name__}; use gymnasium.make_vec for other envs"
+        )
+    # Wrappers of the single env do not apply: the vector env takes over the bare session.
+    return unwrapped
+
+
+class VectorEntryPoint:
+    """A picklable ``vector_entry_point`` for one registered id: ``gym.make_vec`` builds an
+    :class:`OpenEnvVectorEnv` natively (no Sync/Async copies of single envs).
+
+    Example:
+        >>> VectorEntryPoint("openenv/CartPole-v1")
+        VectorEntryPoint('openenv/CartPole-v1')
+    """
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+
+    def __call__(self, num_envs: int = 1, **kwargs: Any) -> OpenEnvVectorEnv:
+        return OpenEnvVectorEnv(self.id, num_envs, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"VectorEntryPoint({self.id!r})"
+
+
+__all__ = ["ENCODINGS", "RECONNECTED_KEY", "OpenEnvVectorEnv", "VectorEntryPoint"]

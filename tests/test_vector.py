@@ -1,0 +1,231 @@
+"""OpenEnvVectorEnv against real servers: trajectories equal gymnasium's SyncVectorEnv over raw
+CartPole in every autoreset mode (the way gymnasium's own vector tests compare envs), native
+``gym.make_vec``, round-robin over servers, and every bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import openenv_gym
+from openenv_gym import OpenEnvVectorEnv
+from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, VectorUsageError
+from openenv_gym.server import ServerThread
+
+SHORT_EPISODES = 12  # max_episode_steps on both sides: episodes end by truncation too
+
+
+@pytest.fixture(scope="module")
+def short_cartpole_url() -> Iterator[str]:
+    """CartPole-v1 truncated after SHORT_EPISODES steps, so both end conditions occur."""
+    server = gymnasium_server(
+        "CartPole-v1", make_kwargs={"max_episode_steps": SHORT_EPISODES}, max_sessions=64
+    )
+    with ServerThread(server) as running:
+        yield running.url
+
+
+def _reference(num_envs: int, mode: AutoresetMode) -> SyncVectorEnv:
+    return SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1", max_episode_steps=SHORT_EPISODES)] * num_envs,
+        autoreset_mode=mode,
+    )
+
+
+def _assert_same_step(ours: Any, theirs: Any, step: int) -> None:
+    names = ("obs", "rewards", "terminations", "truncations", "infos")
+    if len(theirs) == 5:
+        # The wire has `done` plus a truncation flag, so (like OpenEnvEnv) an episode that
+        # terminates on its last allowed step is reported truncated only.
+        theirs = (theirs[0], theirs[1], theirs[2] & ~theirs[3], *theirs[3:])
+    for name, a, b in zip(names[: len(ours)], ours, theirs, strict=True):
+        assert data_equivalence(a, b), f"step {step}: {name} differ:\n{a}\n{b}"
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_trajectories_match_sync_vector_env(short_cartpole_url: str, mode: AutoresetMode) -> None:
+    num_envs = 4
+    ours = OpenEnvVectorEnv(
+        "openenv/CartPole-v1", num_envs, base_url=short_cartpole_url, autoreset_mode=mode
+    )
+    theirs = _reference(num_envs, mode)
+    try:
+        assert ours.metadata["autoreset_mode"] == mode
+        assert ours.single_observation_space == theirs.single_observation_space
+        assert ours.single_action_space == theirs.single_action_space
+        assert ours.observation_space == theirs.observation_space
+        assert ours.action_space == theirs.action_space
+        _assert_same_step(ours.reset(seed=7), theirs.reset(seed=7), -1)
+        rng = np.random.default_rng(1)
+        ended = 0
+        for step in range(120):
+            actions = rng.integers(0, 2, num_envs)
+            result = ours.step(actions)
+            _assert_same_step(result, theirs.step(actions), step)
+            ended += int(np.sum(result[2] | result[3]))
+        assert ended > num_envs  # episodes ended and were reset, several times
+        # A second reset with a list of seeds goes on matching.
+        seeds = [3, None, 5, 11]
+        obs, _ = ours.reset(seed=seeds)
+        ref_obs, _ = theirs.reset(seed=seeds)
+        assert data_equivalence(obs[[0, 2, 3]], ref_obs[[0, 2, 3]])
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_disabled_autoreset_with_reset_mask(short_cartpole_url: str) -> None:
+    num_envs = 3
+    mode = AutoresetMode.DISABLED
+    ours = OpenEnvVectorEnv(
+        "openenv/CartPole-v1", num_envs, base_url=short_cartpole_url, autoreset_mode=mode
+    )
+    theirs = _reference(num_envs, mode)
+    try:
+        _assert_same_step(ours.reset(seed=0), theirs.reset(seed=0), -1)
+        rng = np.random.default_rng(2)
+        masked_resets = 0
+        for step in range(80):
+            actions = rng.integers(0, 2, num_envs)
+            result = ours.step(actions)
+            _assert_same_step(result, theirs.step(actions), step)
+            mask = result[2] | result[3]
+            if mask.any():
+                with pytest.raises(VectorUsageError, match="DISABLED"):
+                    ours.step(actions)  # stepping an ended sub-env is refused, nothing sent
+                seed = 100 + step
+                ours_reset = ours.reset(seed=seed, options={"reset_mask": mask.copy()})
+                theirs_reset = theirs.reset(seed=seed, options={"reset_mask": mask.copy()})
+                _assert_same_step(ours_reset, theirs_reset, step)
+                masked_resets += 1
+        assert masked_resets >= 2
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_make_vec_is_native(cartpole_url: str) -> None:
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=3, base_url=cartpole_url)
+    try:
+        assert isinstance(envs, OpenEnvVectorEnv)
+        assert envs.num_envs == 3
+        assert envs.spec is not None
+        assert envs.spec.id == "openenv/CartPole-v1"
+        obs, _ = envs.reset(seed=1)
+        assert obs.shape == (3, 4)
+        assert obs.dtype == np.float32
+        obs, rewards, terminations, truncations, _ = envs.step(np.array([0, 1, 0]))
+        assert rewards.dtype == np.float64
+        assert rewards.tolist() == [1.0, 1.0, 1.0]
+        assert terminations.dtype == np.bool_
+        assert truncations.dtype == np.bool_
+    finally:
+        envs.close()
+
+
+@pytest.mark.slow
+def test_make_vec_embedded_server_is_stopped_on_close() -> None:
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    assert isinstance(envs, OpenEnvVectorEnv)
+    url = envs.base_urls[0]
+    envs.reset(seed=0)
+    envs.step(np.array([1, 0]))
+    envs.close()
+    assert not openenv_gym.transport.is_healthy(url, timeout=1.0)
+
+
+def test_sessions_spread_round_robin_over_servers() -> None:
+    with (
+        ServerThread(gymnasium_server("CartPole-v1", max_sessions=8)) as a,
+        ServerThread(gymnasium_server("CartPole-v1", max_sessions=8)) as b,
+    ):
+        envs = OpenEnvVectorEnv(None, 5, base_url=[a.url, b.url])
+        try:
+            assert envs.base_urls == [a.url, b.url, a.url, b.url, a.url]
+            assert a.server.active_sessions == 3
+            assert b.server.active_sessions == 2
+            envs.reset(seed=0)
+            envs.step(envs.action_space.sample())
+        finally:
+            envs.close()
+
+
+def test_copy_false_returns_the_buffer(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url, copy=False)
+    try:
+        first, _ = envs.reset(seed=0)
+        second, *_ = envs.step(np.array([0, 0]))
+        assert first is second
+    finally:
+        envs.close()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_envs": 0}, "num_envs"),
+        ({"num_envs": 2.5}, "num_envs"),
+        ({"autoreset_mode": "sometimes"}, "autoreset_mode"),
+        ({"encoding": "yaml"}, "encoding"),
+        ({"max_episode_steps": 0}, "max_episode_steps"),
+        ({"base_url": []}, "base_url"),
+    ],
+)
+def test_bad_constructor_arguments(cartpole_url: str, kwargs: dict[str, Any], match: str) -> None:
+    arguments: dict[str, Any] = {"num_envs": 2, "base_url": cartpole_url, **kwargs}
+    with pytest.raises(VectorUsageError, match=match):
+        OpenEnvVectorEnv(None, **arguments)
+
+
+def test_no_server_and_no_id() -> None:
+    with pytest.raises(VectorUsageError, match="base_url"):
+        OpenEnvVectorEnv(None, 2)
+
+
+def test_id_that_is_not_an_openenv_env(cartpole_url: str) -> None:
+    with pytest.raises(VectorUsageError, match="OpenEnvEnv"):
+        OpenEnvVectorEnv("CartPole-v1", 2)
+
+
+def test_bad_reset_arguments_and_actions(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 3, base_url=cartpole_url)
+    reference = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
+    try:
+        with pytest.raises(VectorUsageError, match="one seed per sub-env"):
+            envs.reset(seed=[1, 2])
+        with pytest.raises(VectorUsageError, match="seed"):
+            envs.reset(seed="7")  # type: ignore[arg-type]
+        for mask in (np.array([1, 0, 1]), np.array([True, False]), np.zeros(3, dtype=bool)):
+            with pytest.raises(VectorUsageError, match="reset_mask"):
+                envs.reset(options={"reset_mask": mask})
+        _obs, _ = envs.reset(seed=5)
+        _ref_obs, _ = reference.reset(seed=5)
+        for bad in (np.array([0, 2, 1]), np.array([0, 1]), np.array([-1, 0, 0]), "left"):
+            with pytest.raises(ActionOutOfSpaceError):
+                envs.step(bad)
+        # Nothing was sent: the trajectory goes on exactly like the reference.
+        result = envs.step(np.array([1, 0, 1]))
+        assert data_equivalence(result[0], reference.step(np.array([1, 0, 1]))[0])
+    finally:
+        envs.close()
+        reference.close()
+
+
+def test_closed_env_refuses_calls(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url)
+    envs.close()
+    envs.close()  # idempotent
+    with pytest.raises(VectorUsageError, match="closed"):
+        envs.reset()
+    with pytest.raises(OpenEnvGymError, match="closed"):
+        envs.step(np.array([0, 0]))
