@@ -152,7 +152,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
 
-        template = _make_template(id, urls, env_kwargs)
+        template = _make_template(id, urls, env_kwargs, encoding)
         session, provider = template.detach()
         first_url = template.base_url
         if provider.owns_server:
@@ -281,6 +281,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                         reply_timeout=options["reply_timeout"],
                         max_message_size=options["max_message_size"],
                         headers=options["headers"],
+                        encoding=self.encoding,
                     )
                     for url in urls
                 ),
@@ -706,10 +707,12 @@ def _check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
 
 
 def _make_template(
-    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any]
+    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any], encoding: str
 ) -> OpenEnvEnv:
     """The one env whose session, spaces and server the vector env takes over."""
     kwargs = dict(env_kwargs)
+    if id is None or id.rpartition(":")[2].startswith("openenv/"):
+        kwargs["encoding"] = encoding
     if urls is not None:
         kwargs["base_url"] = urls[0]
     if id is None:
