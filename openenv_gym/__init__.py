@@ -27,11 +27,17 @@ from openenv_gym.errors import (
     SpaceMappingError,
     UnsupportedRenderModeError,
 )
-from openenv_gym.registration import SERVED_GYMNASIUM_IDS, make_gymnasium_env, register_envs
+from openenv_gym.registration import (
+    SERVED_GYMNASIUM_IDS,
+    make_gymnasium_env,
+    register_docker_envs,
+    register_envs,
+)
 
 __version__ = "0.1.0"
 
 register_envs()
+register_docker_envs()
 
 __all__ = [
     "SERVED_GYMNASIUM_IDS",

@@ -64,6 +64,7 @@ from openenv_gym.transport import (
     background_loop,
     fetch_schema,
     get_json,
+    resolve_token,
 )
 
 _ENVELOPE_INFO_KEY: Final = "metadata"
@@ -101,7 +102,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
         max_message_size: Largest reply frame accepted, in bytes.
-        headers: Extra HTTP headers for the WebSocket handshake (e.g. authorization).
+        headers: Extra HTTP headers for the WebSocket handshake.
+        token: A bearer token for servers that require one (``--token``); default: the
+            ``OPENENV_TOKEN`` environment variable. A wrong or missing one raises
+            :class:`~openenv_gym.errors.AuthenticationError`.
         render_mode: ``None`` or ``"rgb_array"`` (served when the observation holds an
             RGB image, a ``uint8`` Box of shape ``(H, W, 3)``).
 
@@ -131,6 +135,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
+        token: str | None = None,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -142,6 +147,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
+        self._token = resolve_token(token)
         try:
             self.base_url = self._provider.start()
             self._action_codec, self._observation_codec = self._build_codecs(
@@ -171,6 +177,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 reply_timeout=reply_timeout,
                 max_message_size=max_message_size,
                 headers=headers,
+                token=self._token,
             )
             self._session_finalizer = weakref.finalize(self, _close_session_soon, self._session)
         except BaseException:
@@ -192,7 +199,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         timeout: float,
     ) -> tuple[ActionCodec, ObservationCodec]:
         needs_schema = action_model is None or observation_model is None
-        schema = fetch_schema(self.base_url, timeout=timeout) if needs_schema else {}
+        schema = (
+            fetch_schema(self.base_url, timeout=timeout, token=self._token) if needs_schema else {}
+        )
         if action_model is not None:
             act = action_codec_for_model(
                 action_model, field_spaces=action_field_spaces, include=action_include
@@ -278,7 +287,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     @property
     def server_metadata(self) -> dict[str, Any]:
         """The server's ``GET /metadata`` (name, description, version, ...)."""
-        body = get_json(self.base_url, METADATA_PATH)
+        body = get_json(self.base_url, METADATA_PATH, token=self._token)
         return body if isinstance(body, dict) else {}
 
     @property
