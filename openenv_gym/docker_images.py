@@ -98,22 +98,25 @@ IMAGES: Final[dict[str, ImageSpec]] = {
 def find_context(start: Path | None = None) -> Path:
     """The repository root: the directory holding ``pyproject.toml`` and ``docker/``.
 
-    Looks at ``start`` (default: the current directory) and its parents, then at the
-    directory above the installed ``openenv_gym`` package (an editable install).
+    ``start`` must be that directory. Without it, the current directory and its parents
+    are tried, then the directory above the installed ``openenv_gym`` package (an editable
+    install).
 
     Raises:
         ImageBuildError: No such directory was found.
     """
     candidates = [Path(start or Path.cwd()).resolve()]
-    candidates += list(candidates[0].parents)
-    candidates.append(Path(__file__).resolve().parents[1])
+    if start is None:  # a given directory must be the clone itself
+        candidates += list(candidates[0].parents)
+        candidates.append(Path(__file__).resolve().parents[1])
     for candidate in candidates:
         if (candidate / "pyproject.toml").is_file() and (
             candidate / "docker" / "gymnasium.Dockerfile"
         ).is_file():
             return candidate
+    where = f"at {candidates[0]}" if start is not None else f"at or above {candidates[0]}"
     raise ImageBuildError(
-        f"no openenv-gym source tree found at or above {candidates[0]}: the images are built "
+        f"no openenv-gym source tree found {where}: the images are built "
         "from a clone of the repository (it holds pyproject.toml and docker/*.Dockerfile). "
         "Run the command inside the clone, or pass --context PATH."
     )

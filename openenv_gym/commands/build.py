@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the images; print progress and the tags built."""
-    from openenv_gym.docker_images import build_images
+    from openenv_gym.docker_images import build_images, find_context
 
     def progress(line: str) -> None:
         print(f"build: {line}", flush=True)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     names: list[str] = list(args.images) or list(IMAGES)
     tags = build_images(
         names,
-        context=args.context,
+        context=find_context(args.context),
         base=args.base,
         host_python=args.host_python,
         rebuild_base=args.rebuild_base,
