@@ -27,12 +27,18 @@ from openenv_gym.errors import (
     SpaceMappingError,
     UnsupportedRenderModeError,
 )
-from openenv_gym.registration import SERVED_GYMNASIUM_IDS, make_gymnasium_env, register_envs
+from openenv_gym.registration import (
+    SERVED_GYMNASIUM_IDS,
+    make_gymnasium_env,
+    register_docker_envs,
+    register_envs,
+)
 from openenv_gym.vector import OpenEnvVectorEnv
 
 __version__ = "0.1.0"
 
 register_envs()
+register_docker_envs()
 
 from openenv_gym.registration import register_vector_entry_points  # noqa: E402
 

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
 PROG: Final = "openenv-gym"
+#: The environment variable with the bearer token (``serve --token`` default, client default).
+TOKEN_ENV_VAR: Final = "OPENENV_TOKEN"
 #: The prefix of the one stdout line ``serve`` prints when it listens.
 READY_PREFIX: Final = "OPENENV_GYM_READY "
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -154,6 +157,14 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         f"(default: {DEFAULT_MAX_MESSAGE_SIZE})",
     )
     group.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the WebSocket and every route but "
+        f"/health (default: ${TOKEN_ENV_VAR} if set, else no check; prefer the variable, "
+        "a command line is visible to other users)",
+    )
+    group.add_argument(
         "--exit-with-parent",
         action="store_true",
         help="stop when stdin reaches end of file (a parent holding the pipe has exited)",
@@ -172,6 +183,7 @@ def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_sessions": args.max_sessions,
         "idle_timeout": args.idle_timeout,
         "max_message_size": args.max_message_size,
+        "token": args.token or os.environ.get(TOKEN_ENV_VAR) or None,
     }
 
 
@@ -307,8 +319,35 @@ def _add_serve_command(commands: Any) -> None:
         parser.set_defaults(handler=run_serve)
 
 
+def module_command(name: str, help: str, module: str) -> Callable[[Any], None]:
+    """A command whose code lives in ``module``: its docstring is the ``--help`` text, its
+    ``add_arguments(parser)`` adds the options and its ``run(args) -> int`` runs it."""
+
+    def add(commands: Any) -> None:
+        code = importlib.import_module(module)
+        parser = commands.add_parser(
+            name,
+            help=help,
+            description=code.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[_common_options()],
+        )
+        code.add_arguments(parser)
+        parser.set_defaults(handler=code.run)
+
+    return add
+
+
 #: Top-level commands: name -> function adding its parser to the subparsers action.
-COMMANDS: dict[str, Callable[[Any], None]] = {"serve": _add_serve_command}
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "serve": _add_serve_command,
+    "check": module_command(
+        "check", "check an OpenEnv server and print a report", "openenv_gym.commands.check"
+    ),
+    "build": module_command(
+        "build", "build the Docker images of our servers", "openenv_gym.commands.build"
+    ),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -316,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Remote OpenEnv environments as Gymnasium envs: serve environments "
-        "over the OpenEnv protocol.",
+        "over the OpenEnv protocol, check a server, build the Docker images. "
+        "`openenv-gym COMMAND --help` describes each command.",
         parents=[_common_options()],
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -66,6 +66,7 @@ from openenv_gym.transport import (
     check_encoding,
     fetch_schema,
     get_json,
+    resolve_token,
 )
 
 _ENVELOPE_INFO_KEY: Final = "metadata"
@@ -103,7 +104,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
         max_message_size: Largest reply frame accepted, in bytes.
-        headers: Extra HTTP headers for the WebSocket handshake (e.g. authorization).
+        headers: Extra HTTP headers for the WebSocket handshake.
+        token: A bearer token for servers that require one (``--token``); default: the
+            ``OPENENV_TOKEN`` environment variable. A wrong or missing one raises
+            :class:`~openenv_gym.errors.AuthenticationError`.
         render_mode: ``None`` or ``"rgb_array"`` (served when the observation holds an
             RGB image, a ``uint8`` Box of shape ``(H, W, 3)``).
         encoding: ``"auto"`` (raw-byte observation arrays when the server supports the
@@ -138,6 +142,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
         encoding: str = DEFAULT_ENCODING,
+        token: str | None = None,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -150,6 +155,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._closed = False
         self._last_observation: Any = None
         self.encoding = check_encoding(encoding)
+        self._token = resolve_token(token)
         try:
             self.base_url = self._provider.start()
             self._action_codec, self._observation_codec = self._build_codecs(
@@ -186,6 +192,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 max_message_size=max_message_size,
                 headers=headers,
                 encoding=encoding,
+                token=self._token,
             )
             self._session_finalizer = weakref.finalize(self, _close_session_soon, self._session)
         except BaseException:
@@ -208,7 +215,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     ) -> tuple[ActionCodec, ObservationCodec]:
         needs_schema = action_model is None or observation_model is None
         schema = (
-            self._adapt_schema(fetch_schema(self.base_url, timeout=timeout)) if needs_schema else {}
+            self._adapt_schema(fetch_schema(self.base_url, timeout=timeout, token=self._token))
+            if needs_schema
+            else {}
         )
         if action_model is not None:
             act = action_codec_for_model(
@@ -305,7 +314,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     @property
     def server_metadata(self) -> dict[str, Any]:
         """The server's ``GET /metadata`` (name, description, version, ...)."""
-        body = get_json(self.base_url, METADATA_PATH)
+        body = get_json(self.base_url, METADATA_PATH, token=self._token)
         return body if isinstance(body, dict) else {}
 
     @property

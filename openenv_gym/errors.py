@@ -251,3 +251,35 @@ class SubEnvError(ServerConnectionError):
 
 
 __all__ += ["InsufficientCapacityError", "SubEnvError", "VectorUsageError"]
+
+
+# --------------------------------------------------------------------------- docker, auth, cli
+
+
+class DockerUnavailableError(ServerStartError):
+    """No Docker engine answers (not installed, not running, or no permission)."""
+
+
+class ImageNotFoundError(ServerStartError):
+    """The Docker image to run does not exist locally (and no registry gave it)."""
+
+
+class ImageBuildError(OpenEnvGymError, RuntimeError):
+    """Building an image (wheelhouse, base image or env image) failed."""
+
+
+class AuthenticationError(ServerConnectionError, PermissionError):
+    """The server refused the bearer token (missing or wrong)."""
+
+
+class CheckFailedError(OpenEnvGymError, RuntimeError):
+    """``openenv-gym check`` found a problem with the server."""
+
+
+__all__ += [
+    "AuthenticationError",
+    "CheckFailedError",
+    "DockerUnavailableError",
+    "ImageBuildError",
+    "ImageNotFoundError",
+]

@@ -7,6 +7,9 @@
   env_id="Acrobot-v1")``.
 * ``openenv/Remote-v0``: any OpenEnv server, ``base_url`` required; the spaces come from
   its ``GET /schema``.
+* ``image="openenv-gym/gymnasium:latest"`` on the served ids runs the server in a Docker
+  container instead of a child process; ``openenv/Docker-v0`` runs any image
+  (``image=``, and ``serve_args=`` for our images).
 
 Registration happens on ``import openenv_gym``; ``gym.make("openenv_gym:openenv/CartPole-v1")``
 imports the package by itself, which is what spawned worker processes need.
@@ -15,13 +18,13 @@ imports the package by itself, which is what spawned worker processes need.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import gymnasium as gym
 
 from openenv_gym.env import OpenEnvEnv
-from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.providers import DockerProvider, ServerProvider, server_provider
 
 NAMESPACE: Final = "openenv"
 
@@ -41,6 +44,9 @@ def make_gymnasium_env(
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     startup_timeout: float = 60.0,
+    image: str | None = None,
+    token: str | None = None,
+    docker_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> OpenEnvEnv:
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
@@ -50,15 +56,25 @@ def make_gymnasium_env(
         base_url: A running ``openenv-gym serve gymnasium`` (or compatible) server.
         env_kwargs: ``gymnasium.make`` keyword arguments for the embedded server's env.
         startup_timeout: Seconds to wait for the embedded server.
+        image: Run the embedded server in this Docker image (``openenv-gym build`` makes
+            ``openenv-gym/gymnasium:latest``) instead of a child process.
+        token: The bearer token the server requires (an embedded server is started with it).
+        docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
     if base_url is not None:
-        return OpenEnvEnv(base_url, **kwargs)
+        return OpenEnvEnv(base_url, token=token, **kwargs)
     serve_args = ["gymnasium", "--env-id", env_id]
     if env_kwargs:
         serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
-    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
-    return OpenEnvEnv(provider=provider, **kwargs)
+    provider = server_provider(
+        serve_args,
+        image=image,
+        token=token,
+        startup_timeout=startup_timeout,
+        docker_kwargs=docker_kwargs,
+    )
+    return OpenEnvEnv(provider=provider, token=token, **kwargs)
 
 
 def register_envs() -> None:
@@ -108,3 +124,41 @@ def _set_vector_entry_point(env_id: str) -> None:
     spec = gym.registry.get(env_id)
     if spec is not None and spec.vector_entry_point is None:
         spec.vector_entry_point = VectorEntryPoint(env_id)
+
+
+# --------------------------------------------------------------------------- docker
+
+
+def make_docker_env(
+    image: str,
+    serve_args: Sequence[str] | None = None,
+    *,
+    token: str | None = None,
+    startup_timeout: float = 60.0,
+    docker_kwargs: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> OpenEnvEnv:
+    """Any OpenEnv server image in a container on 127.0.0.1; the spaces from its schema.
+
+    Args:
+        image: The image to run.
+        serve_args: For our images, the arguments after ``openenv-gym serve`` (e.g.
+            ``["gymnasium", "--env-id", "Acrobot-v1"]``); ``None`` keeps the image's command
+            (which must listen on port 8000, or pass ``docker_kwargs={"container_port": ...}``).
+        token: The bearer token the server requires (passed to the container).
+        startup_timeout: Seconds to wait for the container's server.
+        docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
+        **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
+    """
+    options = {"token": token, "startup_timeout": startup_timeout, **dict(docker_kwargs or {})}
+    provider: ServerProvider
+    if serve_args is None:
+        provider = DockerProvider(image, **options)
+    else:
+        provider = DockerProvider.serving(image, serve_args, **options)
+    return OpenEnvEnv(provider=provider, token=token, **kwargs)
+
+
+def register_docker_envs() -> None:
+    """Register ``openenv/Docker-v0``. Safe to call more than once."""
+    _register(f"{NAMESPACE}/Docker-v0", entry_point="openenv_gym.registration:make_docker_env")

@@ -48,6 +48,7 @@ from websockets.typing import Subprotocol
 
 from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
 from openenv_gym.errors import (
+    AuthenticationError,
     BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
@@ -94,6 +95,32 @@ def check_encoding(encoding: str) -> str:
             "raw-byte observations when the server supports them and JSON otherwise."
         )
     return encoding
+
+
+#: The environment variable holding the bearer token (client and server side).
+TOKEN_ENV_VAR: Final = "OPENENV_TOKEN"
+
+
+def resolve_token(token: str | None = None) -> str | None:
+    """``token``, else the ``OPENENV_TOKEN`` environment variable, else ``None``."""
+    if token is not None:
+        return token
+    return os.environ.get(TOKEN_ENV_VAR) or None
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """``{"Authorization": "Bearer <token>"}``, or ``{}`` without a token."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _auth_error(url: str, status: int, token: str | None) -> AuthenticationError:
+    sent = "a token that it refused" if token else "no token"
+    return AuthenticationError(
+        f"{url} answered HTTP {status}: the server requires a bearer token and we sent {sent}. "
+        f"Pass token=... (or set {TOKEN_ENV_VAR}) to the token the server was started with "
+        "(`openenv-gym serve ... --token` or its OPENENV_TOKEN).",
+        url=url,
+    )
 
 
 # --------------------------------------------------------------------------- the loop
@@ -211,13 +238,17 @@ class Session:
         headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] | None = None,
         encoding: str = DEFAULT_ENCODING,
+        token: str | None = None,
     ) -> Session:
         """Open a session at ``{base_url}/ws``.
+
+        ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
 
         Args:
             encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see the module docstring).
 
         Raises:
+            AuthenticationError: The server refused the token (HTTP 401/403).
             ServerConnectionError: Nothing accepts connections there, or not in time.
             NotAnOpenEnvServerError: Something answered, but refused the WebSocket at ``/ws``.
             BinaryEncodingRefusedError: ``encoding="binary"`` and the server refused it.
@@ -228,13 +259,14 @@ class Session:
         offered = list(subprotocols or ())
         if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
             offered.insert(0, BINARY_SUBPROTOCOL)
+        token = resolve_token(token)
         try:
             connection = await connect(
                 url,
                 compression=None,
                 open_timeout=connect_timeout,
                 max_size=max_message_size,
-                additional_headers=dict(headers or {}),
+                additional_headers={**auth_headers(token), **dict(headers or {})},
                 subprotocols=[Subprotocol(p) for p in offered] if offered else None,
                 proxy=None if is_loopback_url(url) else True,
                 ping_interval=None,
@@ -242,6 +274,8 @@ class Session:
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
+            if status in (401, 403):
+                raise _auth_error(url, status, token) from exc
             raise NotAnOpenEnvServerError(
                 f"{url} answered HTTP {status} instead of opening a WebSocket: this is not an "
                 f"OpenEnv server, or base_url is wrong. Expected an OpenEnv server whose "
@@ -435,6 +469,7 @@ class SyncSession:
         headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] | None = None,
         encoding: str = DEFAULT_ENCODING,
+        token: str | None = None,
     ) -> SyncSession:
         """Open a session (see :meth:`Session.open`) from synchronous code."""
         session = run_sync(
@@ -446,6 +481,7 @@ class SyncSession:
                 headers=headers,
                 subprotocols=subprotocols,
                 encoding=encoding,
+                token=token,
             )
         )
         # The loop enforces the real timeouts; this outer bound only guards against a hang.
@@ -489,18 +525,28 @@ class SyncSession:
 # --------------------------------------------------------------------------- HTTP
 
 
-def get_json(base_url: str, path: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Any:
+def get_json(
+    base_url: str,
+    path: str,
+    *,
+    timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    token: str | None = None,
+) -> Any:
     """``GET {base_url}{path}`` and return the JSON body.
 
+    ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
+
     Raises:
+        AuthenticationError: The server refused the token (HTTP 401/403).
         ServerConnectionError: Connection refused, timed out, or the URL is malformed.
         NotAnOpenEnvServerError: A non-2xx status, or a body that is not JSON.
     """
     base = ws_to_http_url(base_url).rstrip("/")
     url = base + path
+    token = resolve_token(token)
     try:
         with httpx.Client(timeout=timeout, trust_env=not is_loopback_url(base)) as client:
-            response = client.get(url)
+            response = client.get(url, headers=auth_headers(token))
     except httpx.TimeoutException as exc:
         raise ServerConnectionError(
             f"GET {url} timed out after {timeout:g}s; is the server up?", url=url
@@ -511,6 +557,8 @@ def get_json(base_url: str, path: str, *, timeout: float = DEFAULT_CONNECT_TIMEO
             "with `openenv-gym serve ...`, or leave base_url unset to start an embedded server.",
             url=url,
         ) from exc
+    if response.status_code in (401, 403):
+        raise _auth_error(url, response.status_code, token)
     if response.status_code != 200:
         raise NotAnOpenEnvServerError(
             f"GET {url} answered HTTP {response.status_code}; an OpenEnv server answers 200 "
@@ -525,13 +573,16 @@ def get_json(base_url: str, path: str, *, timeout: float = DEFAULT_CONNECT_TIMEO
         ) from exc
 
 
-def fetch_schema(base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> dict[str, Any]:
+def fetch_schema(
+    base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT, token: str | None = None
+) -> dict[str, Any]:
     """``GET /schema``: ``{"action": JSONSchema, "observation": JSONSchema, "state": ...}``.
 
     Raises:
+        AuthenticationError: The server refused the token.
         NotAnOpenEnvServerError: The reply lacks the action/observation schemas.
     """
-    schema = get_json(base_url, SCHEMA_PATH, timeout=timeout)
+    schema = get_json(base_url, SCHEMA_PATH, timeout=timeout, token=token)
     if not (
         isinstance(schema, dict)
         and isinstance(schema.get("action"), dict)

@@ -1,6 +1,52 @@
-"""Where a server comes from: a child process (the embedded default) or a given URL."""
+"""Where a server comes from: a child process (the embedded default), a Docker container,
+or a given URL. :func:`server_provider` picks between the first two."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from openenv_gym.providers.base import GivenServer, ServerProvider
+from openenv_gym.providers.docker import DockerProvider, remove_orphans
 from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.transport import TOKEN_ENV_VAR
 
-__all__ = ["GivenServer", "LocalServerProcess", "ServerProvider"]
+
+def server_provider(
+    serve_args: Sequence[str],
+    *,
+    image: str | None = None,
+    token: str | None = None,
+    startup_timeout: float = 60.0,
+    docker_kwargs: Mapping[str, Any] | None = None,
+) -> ServerProvider:
+    """``openenv-gym serve <serve_args>`` in a child process, or in ``image`` when given.
+
+    Args:
+        serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``.
+        image: A Docker image of ours (``openenv-gym/gymnasium:latest``, ...) to run the
+            server in; ``None`` runs it as a child process.
+        token: A bearer token the server will require.
+        startup_timeout: Seconds to wait for the server.
+        docker_kwargs: More :class:`DockerProvider` arguments (``run_kwargs``, ``pull``, ...).
+
+    Example:
+        >>> server_provider(["gymnasium", "--env-id", "CartPole-v1"], image="openenv-gym/gymnasium")
+        DockerProvider('openenv-gym/gymnasium', not started)
+    """
+    if image is None:
+        env = {TOKEN_ENV_VAR: token} if token is not None else None
+        return LocalServerProcess(serve_args, startup_timeout=startup_timeout, env=env)
+    return DockerProvider.serving(
+        image, serve_args, token=token, startup_timeout=startup_timeout, **dict(docker_kwargs or {})
+    )
+
+
+__all__ = [
+    "DockerProvider",
+    "GivenServer",
+    "LocalServerProcess",
+    "ServerProvider",
+    "remove_orphans",
+    "server_provider",
+]

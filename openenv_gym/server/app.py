@@ -78,6 +78,8 @@ class OpenEnvServer:
         max_sessions: Concurrent sessions; the next connection gets ``CAPACITY_REACHED``.
         idle_timeout: Close sessions silent for this many seconds; ``None`` keeps them.
         max_message_size: Largest client frame in bytes that is processed.
+        token: A bearer token clients must send (``Authorization: Bearer``) on every route
+            but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
 
     Raises:
         ValueError: A limit is not positive.
@@ -94,6 +96,7 @@ class OpenEnvServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         idle_timeout: float | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        token: str | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
@@ -112,6 +115,7 @@ class OpenEnvServer:
             observation_type=observation_type,
             state_type=state_type,
             metadata=metadata,
+            token=token,
         )
         self.sessions = SessionManager(
             env_factory,

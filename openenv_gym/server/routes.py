@@ -14,6 +14,10 @@ response and the connection is closed (no keep-alive):
   :class:`~openenv_gym.server.OpenEnvServer`; clients use it before opening many sessions)
 * anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
 
+With a ``token``, every route but ``/health`` (and the WebSocket handshake) needs
+``Authorization: Bearer <token>``; the header is compared in constant time and a missing or
+wrong one gets 401 ``{"detail": ...}`` with ``WWW-Authenticate: Bearer``.
+
 Limitation: websockets' HTTP parser accepts only ``GET``; the official server's HTTP-only
 ``POST /reset`` and ``POST /step`` are not served (such a request is dropped without a
 response). Every official client steps over ``/ws``, which is served in full.
@@ -22,10 +26,11 @@ response). Every official client steps over ``/ws``, which is served in full.
 from __future__ import annotations
 
 import email.utils
+import hmac
 import http
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -40,7 +45,9 @@ from openenv_gym.server.models import EnvironmentMetadata
 logger = logging.getLogger("openenv_gym.server")
 
 
-def json_response(status: int, body: Any) -> Response:
+def json_response(
+    status: int, body: Any, extra_headers: Sequence[tuple[str, str]] = ()
+) -> Response:
     """A complete HTTP response with a JSON body and ``Connection: close``."""
     payload = json.dumps(body, separators=(",", ":")).encode()
     status_enum = http.HTTPStatus(status)
@@ -50,6 +57,7 @@ def json_response(status: int, body: Any) -> Response:
             ("Connection", "close"),
             ("Content-Length", str(len(payload))),
             ("Content-Type", "application/json"),
+            *extra_headers,
         ]
     )
     return Response(status_enum.value, status_enum.phrase, headers, payload)
@@ -69,6 +77,7 @@ class HttpRoutes:
         observation_type: Its JSON Schema is ``/schema``'s ``observation``.
         state_type: Its JSON Schema is ``/schema``'s ``state``.
         metadata: What ``/metadata`` answers; asked from a fresh environment (once) if ``None``.
+        token: The bearer token every route but ``/health`` requires; ``None``: no check.
     """
 
     def __init__(
@@ -79,8 +88,10 @@ class HttpRoutes:
         observation_type: type[BaseModel],
         state_type: type[BaseModel],
         metadata: EnvironmentMetadata | None = None,
+        token: str | None = None,
     ) -> None:
         self._env_factory = env_factory
+        self._token = token.encode() if token else None
         self._schema = {
             "action": action_type.model_json_schema(),
             "observation": observation_type.model_json_schema(),
@@ -121,9 +132,26 @@ class HttpRoutes:
         finally:
             env.close()
 
+    def _authorized(self, request: Request) -> bool:
+        assert self._token is not None  # only called with a token
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode(), self._token)
+
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         """The websockets ``process_request`` hook: a response, or ``None`` to open a session."""
         path = request.path.split("?", 1)[0]
+        if self._token is not None and path != HEALTH_PATH and not self._authorized(request):
+            logger.info("refused %s: missing or wrong bearer token", path)
+            return json_response(
+                401,
+                {
+                    "detail": "Unauthorized: send 'Authorization: Bearer <token>' with the "
+                    "server's token"
+                },
+                [("WWW-Authenticate", 'Bearer realm="openenv"')],
+            )
         if _is_upgrade(request):
             if path == WS_PATH:
                 return None

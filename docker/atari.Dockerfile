@@ -1,0 +1,23 @@
+# openenv-gym atari server: Atari games (ale-py) over the OpenEnv protocol on port 8000.
+#
+# Build context: the repository root (see .dockerignore).
+#   Where a registry is reachable:  docker build -f docker/atari.Dockerfile -t openenv-gym/atari .
+#   Offline:                        openenv-gym build atari
+#     (fills docker/wheelhouse, imports a base image from the host's Python and builds
+#      with --build-arg BASE=openenv-gym/python-base:latest --build-arg PIP_INSTALL_OPTIONS=--no-index)
+# Run:  docker run --rm -p 127.0.0.1:8000:8000 openenv-gym/atari [serve arguments]
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+ARG PIP_INSTALL_OPTIONS=""
+ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
+COPY docker/wheelhouse /tmp/wheelhouse
+COPY pyproject.toml README.md /tmp/src/
+COPY openenv_gym /tmp/src/openenv_gym
+RUN python3 -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
+        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse "/tmp/src[atari]" \
+    && rm -rf /tmp/wheelhouse /tmp/src
+# A non-root user (no passwd entry needed); docker run --user overrides it.
+USER 10001:10001
+EXPOSE 8000
+ENTRYPOINT ["python3", "-m", "openenv_gym.cli", "serve"]
+CMD ["atari", "--host", "0.0.0.0", "--port", "8000"]
