@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from openenv_gym.commands.bench import add_bench_command
+
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
@@ -300,6 +302,7 @@ def _add_serve_command(commands: Any) -> None:
 
 #: Top-level commands: name -> function adding its parser to the subparsers action.
 COMMANDS: dict[str, Callable[[Any], None]] = {"serve": _add_serve_command}
+COMMANDS["bench"] = add_bench_command
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -179,3 +179,13 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
 ]
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+class BenchmarkSuiteNotFoundError(OpenEnvGymError, RuntimeError):
+    """``openenv-gym bench`` ran where the repository's ``benchmarks/`` package is missing."""
+
+
+__all__ += ["BenchmarkSuiteNotFoundError"]

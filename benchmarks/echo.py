@@ -1,0 +1,142 @@
+"""A bare ``websockets`` echo round trip: the floor any WebSocket env client stands on.
+
+The echo server runs in its own process on 127.0.0.1 (``python -m benchmarks.echo`` prints
+``ECHO_READY <port>`` and serves until its stdin closes). The client sends a message the
+size of a CartPole step reply and waits for it to come back, one at a time, on one
+connection, in a plain asyncio loop: no parsing, no spaces, no threads.
+
+Example:
+    >>> with EchoServer() as url:  # doctest: +SKIP
+    ...     driver = EchoDriver(url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from types import TracebackType
+from typing import Final
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+
+from benchmarks.suite import ActionStream
+
+READY_PREFIX: Final = "ECHO_READY "
+#: What a CartPole step reply looks like on the wire (the size matters, not the values).
+PAYLOAD: Final = json.dumps(
+    {
+        "type": "observation",
+        "data": {
+            "observation": {"observation": [0.0123456, -0.0234567, 0.0345678, -0.0456789]},
+            "reward": 1.0,
+            "done": False,
+        },
+    }
+)
+
+
+async def _echo(connection: ServerConnection) -> None:
+    async for message in connection:
+        await connection.send(message)
+
+
+async def _serve_until_stdin_closes() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def watch_stdin() -> None:
+        try:
+            while sys.stdin.buffer.read(65536):
+                pass
+        finally:
+            loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    async with serve(_echo, "127.0.0.1", 0, compression=None) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        print(f"{READY_PREFIX}{port}", flush=True)
+        await stop.wait()
+
+
+class EchoServer:
+    """The echo server as a child process; a context manager yielding its ``ws://`` URL."""
+
+    def __init__(self, startup_timeout: float = 30.0) -> None:
+        self.startup_timeout = startup_timeout
+        self._process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> str:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.echo"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None  # set by stdout=PIPE
+        deadline = time.monotonic() + self.startup_timeout
+        line = self._process.stdout.readline()
+        if not line.startswith(READY_PREFIX) or time.monotonic() > deadline:
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"the echo server did not start (it printed {line!r})")
+        return f"ws://127.0.0.1:{int(line[len(READY_PREFIX) :])}"
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+class EchoDriver:
+    """A :class:`~benchmarks.suite.Driver` doing one echo round trip per "step"."""
+
+    def __init__(self, url: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._connection: ClientConnection = self._loop.run_until_complete(
+            connect(url, compression=None)
+        )
+
+    def run(self, actions: ActionStream, seconds: float) -> tuple[int, float]:
+        return self._loop.run_until_complete(self._run(seconds))
+
+    async def _run(self, seconds: float) -> tuple[int, float]:
+        connection = self._connection
+        clock = time.perf_counter
+        start = clock()
+        deadline = start + seconds
+        trips = 0
+        while True:
+            await connection.send(PAYLOAD)
+            await connection.recv()
+            trips += 1
+            now = clock()
+            if now >= deadline:
+                return trips, now - start
+
+    def close(self) -> None:
+        try:
+            self._loop.run_until_complete(self._connection.close())
+        finally:
+            self._loop.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve_until_stdin_closes())

@@ -1,0 +1,1 @@
+"""``openenv-gym`` subcommands other than ``serve``, one module each."""
