@@ -24,7 +24,7 @@ from typing import Any, Final
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.echo import EchoDriver, EchoServer
+from benchmarks.echo import EchoDriver, EchoServer, ThreadedEchoDriver
 from benchmarks.suite import (
     ActionStream,
     ContenderUnavailableError,
@@ -265,22 +265,31 @@ def open_ours_binary(context: Context, n: int) -> Driver:
     return _ours_vector(context, n, "binary")
 
 
-def open_echo(context: Context, n: int) -> Driver:
-    """A bare ``websockets`` echo round trip (one connection, own server process)."""
+def _echo(driver_cls: type[EchoDriver | ThreadedEchoDriver]) -> Driver:
     server = EchoServer()
     url = server.__enter__()
     try:
-        driver = EchoDriver(url)
+        driver = driver_cls(url)
     except BaseException:
         server.__exit__(None, None, None)
         raise
     return _Owned(driver, server)
 
 
+def open_echo(context: Context, n: int) -> Driver:
+    """A bare ``websockets`` echo round trip (one connection, own server process)."""
+    return _echo(EchoDriver)
+
+
+def open_echo_thread(context: Context, n: int) -> Driver:
+    """The echo round trip sent through an asyncio loop in another thread (our client's shape)."""
+    return _echo(ThreadedEchoDriver)
+
+
 class _Owned:
     """A driver that also stops the echo server it started when closed."""
 
-    def __init__(self, driver: EchoDriver, server: EchoServer) -> None:
+    def __init__(self, driver: EchoDriver | ThreadedEchoDriver, server: EchoServer) -> None:
         self._driver = driver
         self._server = server
 
@@ -302,6 +311,9 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
     Contender("envpool", "envpool async", open_envpool),
     Contender("official", "official openenv client (gather)", open_official),
     Contender("echo", "bare websockets echo (round trips)", open_echo, True, ("CartPole",)),
+    Contender(
+        "echo-thread", "echo via a loop thread (round trips)", open_echo_thread, True, ("CartPole",)
+    ),
     Contender("ours-env", "ours OpenEnvEnv (1 env)", open_ours_env, single_only=True),
     Contender("ours-json", "ours OpenEnvVectorEnv json", open_ours_json),
     Contender("ours-binary", "ours OpenEnvVectorEnv binary", open_ours_binary),

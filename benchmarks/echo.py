@@ -18,13 +18,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from types import TracebackType
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
-from benchmarks.suite import ActionStream
+from benchmarks.suite import ActionStream, timed_loop
+
+_T = TypeVar("_T")
 
 READY_PREFIX: Final = "ECHO_READY "
 #: What a CartPole step reply looks like on the wire (the size matters, not the values).
@@ -135,6 +138,42 @@ class EchoDriver:
         try:
             self._loop.run_until_complete(self._connection.close())
         finally:
+            self._loop.close()
+
+
+class ThreadedEchoDriver:
+    """The same round trip, sent from this thread through an asyncio loop in another one.
+
+    That is the shape of a synchronous client over a background event loop (ours): the
+    difference to :class:`EchoDriver` is the cost of the thread hand-off alone.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._connection: ClientConnection = self._call(self._connect(url))
+
+    @staticmethod
+    async def _connect(url: str) -> ClientConnection:
+        return await connect(url, compression=None)
+
+    def _call(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _trip(self) -> None:
+        await self._connection.send(PAYLOAD)
+        await self._connection.recv()
+
+    def run(self, actions: ActionStream, seconds: float) -> tuple[int, float]:
+        return timed_loop(lambda row: self._call(self._trip()), actions, seconds)
+
+    def close(self) -> None:
+        try:
+            self._call(self._connection.close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
             self._loop.close()
 
 

@@ -49,6 +49,7 @@ CONTENDER_KEYS: Final = (
     "envpool",
     "official",
     "echo",
+    "echo-thread",
     "ours-env",
     "ours-json",
     "ours-binary",
