@@ -61,12 +61,20 @@ def _require_module(name: str, why: str) -> Any:
         raise ContenderUnavailableError(f"{name} is not installed ({why}): {exc}") from None
 
 
+def _register_env_module(name: str) -> None:
+    """Import and register the module an env id needs (quietly: no ALE banner per env)."""
+    module = importlib.import_module(name)
+    if name == "ale_py":
+        module.ALEInterface.setLoggerMode(module.LoggerMode.Error)
+    gym.register_envs(module)
+
+
 def _make_raw_env(context: Context) -> gym.Env[Any, Any]:
     """``gymnasium.make`` of the raw env (registers ALE ids when needed)."""
     spec = context.spec
     if spec.requires_module is not None:
-        module = _require_module(spec.requires_module, f"{spec.gym_id} needs it")
-        gym.register_envs(module)
+        _require_module(spec.requires_module, f"{spec.gym_id} needs it")
+        _register_env_module(spec.requires_module)
     return gym.make(spec.gym_id, **spec.make_kwargs)
 
 
@@ -113,11 +121,13 @@ def open_async(context: Context, n: int) -> Driver:
     requires = spec.requires_module
 
     def make() -> gym.Env[Any, Any]:
-        if requires is not None:  # the worker may be a fresh interpreter
-            gym.register_envs(importlib.import_module(requires))
+        if requires is not None:  # the worker is forked from a fresh interpreter
+            _register_env_module(requires)
         return gym.make(spec.gym_id, **spec.make_kwargs)
 
-    env = gym.vector.AsyncVectorEnv([make for _ in range(n)])
+    # forkserver: this process may already run other contenders' threads (an asyncio loop),
+    # and forking a threaded process is unsafe; the fork server is forked from a clean one.
+    env = gym.vector.AsyncVectorEnv([make for _ in range(n)], context="forkserver")
     return _vector_env_driver(env)
 
 
