@@ -13,9 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -273,23 +274,16 @@ def measure(driver: Driver, actions: ActionStream, num_envs: int, settings: Sett
     )
 
 
-def serve_option_supported(target: str, option: str) -> bool:
-    """Whether ``openenv-gym serve <target>`` accepts ``option`` in this install."""
-    import argparse
-
+def serve_option_supported(serve_args: Sequence[str], option: str, value: str) -> bool:
+    """Whether ``openenv-gym serve <serve_args> <option> <value>`` parses in this install."""
     from openenv_gym.cli import build_parser
 
-    parser = build_parser()
-    for action in parser._actions:
-        if not isinstance(action, argparse._SubParsersAction):
-            continue
-        serve = action.choices.get("serve")
-        if serve is None:
-            return False
-        for sub in serve._actions:
-            if isinstance(sub, argparse._SubParsersAction) and target in sub.choices:
-                return any(option in a.option_strings for a in sub.choices[target]._actions)
-    return False
+    try:
+        with redirect_stderr(io.StringIO()):
+            build_parser().parse_args(["serve", *serve_args, option, value])
+    except SystemExit:
+        return False
+    return True
 
 
 def serve_target_available(target: str) -> bool:
@@ -318,7 +312,7 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
         return
     serve_args = list(spec.serve_args)
     if settings.workers is not None:
-        if serve_option_supported(spec.serve_target, "--workers"):
+        if serve_option_supported(spec.serve_args, "--workers", str(settings.workers)):
             serve_args += ["--workers", str(settings.workers)]
         else:
             context.notes.append(

@@ -200,3 +200,20 @@ def test_bad_options_are_usage_errors(
         build_parser().parse_args(args)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_workers_are_passed_only_where_serve_supports_them() -> None:
+    spec = suite.ENV_SPECS["CartPole"]
+    settings = suite.Settings(envs=["CartPole"], sizes=[1], servers=2, workers=2)
+    context = suite.Context(spec, settings)
+    supported = suite.serve_option_supported(spec.serve_args, "--workers", "2")
+    with suite.running_servers(context, log=lambda line: None) as running:
+        assert len(running.urls) == 2
+        assert len(set(running.urls)) == 2  # two processes, two ports
+        if supported:
+            assert running.notes == []
+        else:
+            assert running.notes == [
+                "`serve gymnasium` has no --workers option here: ran 2 single-process server(s)"
+            ]
+    assert not suite.serve_option_supported(spec.serve_args, "--no-such-flag", "1")
