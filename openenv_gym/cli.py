@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from openenv_gym.commands.bench import add_bench_command
 from openenv_gym.envs.atari import cli as atari_cli
 from openenv_gym.envs.chess import cli as chess_cli
 
@@ -348,6 +349,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
         "build", "build the Docker images of our servers", "openenv_gym.commands.build"
     ),
 }
+COMMANDS["bench"] = add_bench_command
 
 
 def build_parser() -> argparse.ArgumentParser:

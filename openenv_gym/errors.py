@@ -181,6 +181,7 @@ __all__ = [
 ]
 
 
+<<<<<<< HEAD
 # --------------------------------------------------------------------------- atari, chess, binary
 
 
@@ -283,3 +284,13 @@ __all__ += [
     "ImageBuildError",
     "ImageNotFoundError",
 ]
+=======
+# --------------------------------------------------------------------------- benchmarks
+
+
+class BenchmarkSuiteNotFoundError(OpenEnvGymError, RuntimeError):
+    """``openenv-gym bench`` ran where the repository's ``benchmarks/`` package is missing."""
+
+
+__all__ += ["BenchmarkSuiteNotFoundError"]
+>>>>>>> bench
