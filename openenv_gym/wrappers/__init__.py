@@ -14,6 +14,7 @@ preprocessing (``AtariPreprocessing``, SB3 ``AtariWrapper``) and, on SB3 ``VecEn
 normalization (SB3 ``VecNormalize``). They all work on our envs unchanged.
 """
 
+from openenv_gym.wrappers.normalization import Normalize, RunningMeanStd, VectorNormalize
 from openenv_gym.wrappers.shaping import (
     RAW_REWARD_KEY,
     Clip,
@@ -34,12 +35,15 @@ __all__ = [
     "Clip",
     "FieldBonus",
     "FieldPotential",
+    "Normalize",
     "Offset",
     "PotentialShaping",
     "RewardShaper",
     "RewardTerm",
+    "RunningMeanStd",
     "Scale",
     "ShapeReward",
     "Transition",
+    "VectorNormalize",
     "VectorShapeReward",
 ]
