@@ -29,6 +29,16 @@ from openenv_gym.wrappers.shaping import (
     Transition,
     VectorShapeReward,
 )
+from openenv_gym.wrappers.trajectory import (
+    RecordTrajectories,
+    TrajectoryWriter,
+    VectorRecordTrajectories,
+    load_trajectories,
+    push_to_hub,
+    trajectory_arrays,
+    trajectory_files,
+    trajectory_metadata,
+)
 
 __all__ = [
     "RAW_REWARD_KEY",
@@ -38,12 +48,20 @@ __all__ = [
     "Normalize",
     "Offset",
     "PotentialShaping",
+    "RecordTrajectories",
     "RewardShaper",
     "RewardTerm",
     "RunningMeanStd",
     "Scale",
     "ShapeReward",
+    "TrajectoryWriter",
     "Transition",
     "VectorNormalize",
+    "VectorRecordTrajectories",
     "VectorShapeReward",
+    "load_trajectories",
+    "push_to_hub",
+    "trajectory_arrays",
+    "trajectory_files",
+    "trajectory_metadata",
 ]
