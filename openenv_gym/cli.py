@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from openenv_gym.commands.record import add_record_command
+
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
@@ -299,7 +301,10 @@ def _add_serve_command(commands: Any) -> None:
 
 
 #: Top-level commands: name -> function adding its parser to the subparsers action.
-COMMANDS: dict[str, Callable[[Any], None]] = {"serve": _add_serve_command}
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "serve": _add_serve_command,
+    "record": add_record_command,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

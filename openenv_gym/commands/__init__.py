@@ -1,0 +1,1 @@
+"""``openenv-gym`` commands that live in their own modules (one module per command)."""
