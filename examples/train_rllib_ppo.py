@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
                     runners.get("num_env_steps_sampled_lifetime", 0),
                 )
             )
-            print(f"iteration {iteration + 1}: mean return {mean_return:.1f}, {steps} env steps")
+            print(
+                f"iteration {iteration + 1}: mean return {mean_return:.1f}, {steps} env steps",
+                flush=True,
+            )
             if mean_return >= args.target:
                 break
         elapsed = time.perf_counter() - start
