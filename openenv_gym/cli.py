@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from openenv_gym.commands.bench import add_bench_command
+from openenv_gym.commands.record import add_record_command
 from openenv_gym.envs.atari import cli as atari_cli
 from openenv_gym.envs.chess import cli as chess_cli
 
@@ -348,6 +349,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "build": module_command(
         "build", "build the Docker images of our servers", "openenv_gym.commands.build"
     ),
+    "record": add_record_command,
 }
 COMMANDS["bench"] = add_bench_command
 

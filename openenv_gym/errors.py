@@ -181,7 +181,6 @@ __all__ = [
 ]
 
 
-<<<<<<< HEAD
 # --------------------------------------------------------------------------- atari, chess, binary
 
 
@@ -284,7 +283,8 @@ __all__ += [
     "ImageBuildError",
     "ImageNotFoundError",
 ]
-=======
+
+
 # --------------------------------------------------------------------------- benchmarks
 
 
@@ -293,4 +293,38 @@ class BenchmarkSuiteNotFoundError(OpenEnvGymError, RuntimeError):
 
 
 __all__ += ["BenchmarkSuiteNotFoundError"]
->>>>>>> bench
+
+
+# --------------------------------------------------------------------------- wrappers
+
+
+class WrapperConfigError(OpenEnvGymError, ValueError):
+    """A wrapper was configured wrongly (a reward-shaping config, a field name, a file).
+
+    Attributes:
+        path: Where in the configuration the problem is (``"terms[2].clip"``), or ``""``.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NormalizationStatsError(OpenEnvGymError, ValueError):
+    """Saved normalization statistics cannot be loaded or do not fit the env."""
+
+
+class TrajectoryFormatError(OpenEnvGymError, ValueError):
+    """A space cannot be recorded, or a trajectory directory cannot be read back."""
+
+
+class HubPushError(OpenEnvGymError, RuntimeError):
+    """Pushing a trajectory dataset to the Hugging Face Hub failed (offline, no token, ...)."""
+
+
+__all__ += [
+    "HubPushError",
+    "NormalizationStatsError",
+    "TrajectoryFormatError",
+    "WrapperConfigError",
+]

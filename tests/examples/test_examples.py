@@ -1,0 +1,72 @@
+"""Every training example runs end to end in its ``--quick`` mode, so none of them rots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the ids checked below)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_example(name: str, *args: str, timeout: float = 300) -> str:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), "--quick", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_sb3_ppo_cartpole_quick() -> None:
+    pytest.importorskip("stable_baselines3")
+    out = run_example("train_sb3_ppo_cartpole.py")
+    assert "trained 2048 steps" in out
+    assert "mean return over 2 episodes" in out
+
+
+@pytest.mark.slow
+def test_record_dataset_quick() -> None:
+    pytest.importorskip("datasets")
+    pytest.importorskip("torch")
+    out = run_example("record_dataset.py")
+    assert "recorded 2 expert episodes" in out
+    assert "behavioural cloning on the remote env: mean return" in out
+
+
+@pytest.mark.slow
+def test_rllib_ppo_quick() -> None:
+    pytest.importorskip("ray.rllib")
+    out = run_example("train_rllib_ppo.py")
+    assert "iteration 1: mean return" in out
+
+
+@pytest.mark.slow
+def test_sb3_atari_local_quick() -> None:
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("ale_py")
+    out = run_example("train_sb3_atari.py", "--local")
+    assert "steps/s" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    "openenv/Atari-v0" not in gym.registry,
+    reason="openenv/Atari-v0 is not registered (the Atari server is not in this build)",
+)
+def test_sb3_atari_remote_quick() -> None:
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("ale_py")
+    out = run_example("train_sb3_atari.py")
+    assert "remote Pong" in out
+    assert "steps/s" in out
