@@ -238,3 +238,16 @@ def test_check_command_passes_against_a_container(
         assert provider.base_url is not None
         assert main(["check", provider.base_url, "--token", "check-token"]) == 0
     assert capsys.readouterr().out.endswith("result: PASS (6 checks)\n")
+
+
+def test_a_server_that_never_answers_times_out_with_its_log(
+    docker_engine: Any, gymnasium_image: str
+) -> None:
+    # The server listens on 9000 inside, but 8000 is the published port: never ready.
+    command = [*CARTPOLE, "--host", "0.0.0.0", "--port", "9000", "--log-level", "info"]
+    provider = DockerProvider(gymnasium_image, command, startup_timeout=4)
+    before = our_container_ids(docker_engine)
+    with pytest.raises(ServerStartError, match="was not ready within 4s") as caught:
+        provider.start()
+    assert "listening on http://0.0.0.0:9000" in caught.value.log
+    assert our_container_ids(docker_engine) <= before
