@@ -251,3 +251,36 @@ def test_a_server_that_never_answers_times_out_with_its_log(
         provider.start()
     assert "listening on http://0.0.0.0:9000" in caught.value.log
     assert our_container_ids(docker_engine) <= before
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from openenv_gym.providers import DockerProvider
+    from openenv_gym.transport import is_healthy
+    provider = DockerProvider.serving(sys.argv[1], ["gymnasium", "--env-id", "CartPole-v1"])
+    url = provider.start()
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # a normal exit runs the inherited finalizer: it must not remove it
+    os.waitpid(pid, 0)
+    print("alive after child exit:", is_healthy(url), flush=True)
+    provider.stop()
+    print("alive after stop:", is_healthy(url), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_forked_child_leaves_the_parents_container_alone(gymnasium_image: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT, gymnasium_image],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["alive after child exit: True", "alive after stop: False"]
