@@ -181,7 +181,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- docker, auth, cli
+# --------------------------------------------------------------------------- docker, auth
 
 
 class DockerUnavailableError(ServerStartError):
@@ -200,13 +200,8 @@ class AuthenticationError(ServerConnectionError, PermissionError):
     """The server refused the bearer token (missing or wrong)."""
 
 
-class CheckFailedError(OpenEnvGymError, RuntimeError):
-    """``openenv-gym check`` found a problem with the server."""
-
-
 __all__ += [
     "AuthenticationError",
-    "CheckFailedError",
     "DockerUnavailableError",
     "ImageBuildError",
     "ImageNotFoundError",
