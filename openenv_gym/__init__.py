@@ -12,6 +12,7 @@ Example:
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
+    AuthenticationError,
     CapacityReachedError,
     CodecError,
     ConnectionLostError,
@@ -42,6 +43,7 @@ register_docker_envs()
 __all__ = [
     "SERVED_GYMNASIUM_IDS",
     "ActionOutOfSpaceError",
+    "AuthenticationError",
     "CapacityReachedError",
     "CodecError",
     "ConnectionLostError",
