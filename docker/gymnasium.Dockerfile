@@ -12,6 +12,13 @@ ARG PIP_INSTALL_OPTIONS=""
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
 COPY docker/wheelhouse /tmp/wheelhouse
 COPY pyproject.toml README.md /tmp/src/
+# The client dependencies first, in a layer of their own: the same in every image (built
+# once) and kept while only the source changes.
+RUN mkdir -p /tmp/src/openenv_gym && : > /tmp/src/openenv_gym/__init__.py \
+    && python3 -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
+        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse /tmp/src \
+    && python3 -m pip uninstall --yes --quiet --root-user-action=ignore openenv-gym \
+    && rm -rf /tmp/src/openenv_gym /tmp/src/build /tmp/src/openenv_gym.egg-info
 COPY openenv_gym /tmp/src/openenv_gym
 RUN python3 -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
         ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse "/tmp/src" \

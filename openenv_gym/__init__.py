@@ -12,6 +12,7 @@ Example:
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
+    AuthenticationError,
     CapacityReachedError,
     CodecError,
     ConnectionLostError,
@@ -47,6 +48,7 @@ register_vector_entry_points()
 __all__ = [
     "SERVED_GYMNASIUM_IDS",
     "ActionOutOfSpaceError",
+    "AuthenticationError",
     "CapacityReachedError",
     "CodecError",
     "ConnectionLostError",

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import io
 import os
@@ -416,6 +417,7 @@ def build_base_image(
             progress(f"base: reusing {tag}")
             return tag
     started = time.monotonic()
+    previous = _image_id(client, tag)
     with tempfile.TemporaryDirectory(prefix="openenv-gym-rootfs-") as tmp:
         tar_path = Path(tmp) / "rootfs.tar"
         version = write_rootfs(tar_path, wheelhouse, host_python=host_python)
@@ -434,11 +436,26 @@ def build_base_image(
             )
         except docker.errors.APIError as exc:
             raise ImageBuildError(f"docker import of the base image failed: {exc}") from exc
+    _remove_replaced(client, previous, tag)
     progress(f"base: {tag} ready in {time.monotonic() - started:.1f}s")
     return tag
 
 
 # ----------------------------------------------------------------------------- env images
+
+
+def _image_id(client: Any, tag: str) -> str | None:
+    try:
+        return str(client.images.get(tag).id)
+    except Exception:
+        return None
+
+
+def _remove_replaced(client: Any, previous: str | None, tag: str) -> None:
+    """Remove the image ``tag`` named before a rebuild (left dangling); never raises."""
+    if previous is not None and previous != _image_id(client, tag):
+        with contextlib.suppress(Exception):  # in use by a container or another tag: keep it
+            client.images.remove(previous)
 
 
 def build_env_image(
@@ -459,6 +476,7 @@ def build_env_image(
 
     docker = docker_sdk()
     started = time.monotonic()
+    previous = _image_id(client, spec.tag)
     progress(f"{spec.name}: building {spec.tag} FROM {base}")
     buildargs = {"BASE": base, "PIP_INSTALL_OPTIONS": "--no-index" if offline else ""}
     log: list[str] = []
@@ -481,6 +499,7 @@ def build_env_image(
                 )
     except docker.errors.APIError as exc:
         raise ImageBuildError(f"docker build of {spec.tag} failed: {exc}") from exc
+    _remove_replaced(client, previous, spec.tag)
     progress(f"{spec.name}: {spec.tag} ready in {time.monotonic() - started:.1f}s")
     return spec.tag
 

@@ -282,7 +282,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)
 
-    def render(self) -> np.ndarray | None:
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
         """The last observation's RGB image for ``render_mode="rgb_array"``, else ``None``."""
         if self.render_mode != "rgb_array" or self._last_observation is None:
             return None

@@ -253,7 +253,7 @@ class SubEnvError(ServerConnectionError):
 __all__ += ["InsufficientCapacityError", "SubEnvError", "VectorUsageError"]
 
 
-# --------------------------------------------------------------------------- docker, auth, cli
+# --------------------------------------------------------------------------- docker, auth
 
 
 class DockerUnavailableError(ServerStartError):
@@ -272,13 +272,8 @@ class AuthenticationError(ServerConnectionError, PermissionError):
     """The server refused the bearer token (missing or wrong)."""
 
 
-class CheckFailedError(OpenEnvGymError, RuntimeError):
-    """``openenv-gym check`` found a problem with the server."""
-
-
 __all__ += [
     "AuthenticationError",
-    "CheckFailedError",
     "DockerUnavailableError",
     "ImageBuildError",
     "ImageNotFoundError",

@@ -95,8 +95,13 @@ def docker_client() -> Any:
     return client
 
 
-def _remove_container(client: Any, container_id: str) -> None:
-    """Stop and remove a container. Never raises (runs from finalizers)."""
+def _remove_container(client: Any, container_id: str, owner_pid: int | None = None) -> None:
+    """Stop and remove a container. Never raises (runs from finalizers).
+
+    A forked child that inherited the provider leaves its parent's container alone.
+    """
+    if owner_pid is not None and os.getpid() != owner_pid:
+        return
     with contextlib.suppress(Exception):
         client.api.remove_container(container_id, force=True)
 
@@ -252,7 +257,9 @@ class DockerProvider(ServerProvider):
                 f"docker could not start a container from {self.image}: {exc}"
             ) from exc
         self._container = container
-        self._finalizer = weakref.finalize(self, _remove_container, client, container.id)
+        self._finalizer = weakref.finalize(
+            self, _remove_container, client, container.id, os.getpid()
+        )
         try:
             self._base_url = self._wait_until_ready(container)
         except BaseException:

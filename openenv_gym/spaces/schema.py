@@ -688,7 +688,7 @@ class _Walker:
         if dtype.kind == "f":
             low_f, high_f = self._float_bounds(leaves, dtype)
             return NumericArrayCodec(
-                spaces.Box(_shaped(low_f, shape), _shaped(high_f, shape), shape, dtype)
+                spaces.Box(_shaped(low_f, shape), _shaped(high_f, shape), shape, dtype.type)
             )
         bounds = [_int_bounds(leaf) for leaf in leaves]
         if self.role == "action":
@@ -707,7 +707,7 @@ class _Walker:
             return NumericArrayCodec(
                 spaces.MultiDiscrete(
                     _shaped(stops - starts + 1, shape),
-                    dtype=dtype,
+                    dtype=dtype.type,
                     start=_shaped(starts, shape),
                 )
             )
@@ -715,7 +715,7 @@ class _Walker:
         low_i = np.array([dtype_min if lo is None else max(lo, dtype_min) for lo, _ in bounds])
         high_i = np.array([dtype_max if hi is None else min(hi, dtype_max) for _, hi in bounds])
         return NumericArrayCodec(
-            spaces.Box(_shaped(low_i, shape), _shaped(high_i, shape), shape, dtype)
+            spaces.Box(_shaped(low_i, shape), _shaped(high_i, shape), shape, dtype.type)
         )
 
     def _float_bounds(

@@ -238,3 +238,49 @@ def test_check_command_passes_against_a_container(
         assert provider.base_url is not None
         assert main(["check", provider.base_url, "--token", "check-token"]) == 0
     assert capsys.readouterr().out.endswith("result: PASS (6 checks)\n")
+
+
+def test_a_server_that_never_answers_times_out_with_its_log(
+    docker_engine: Any, gymnasium_image: str
+) -> None:
+    # The server listens on 9000 inside, but 8000 is the published port: never ready.
+    command = [*CARTPOLE, "--host", "0.0.0.0", "--port", "9000", "--log-level", "info"]
+    provider = DockerProvider(gymnasium_image, command, startup_timeout=4)
+    before = our_container_ids(docker_engine)
+    with pytest.raises(ServerStartError, match="was not ready within 4s") as caught:
+        provider.start()
+    assert "listening on http://0.0.0.0:9000" in caught.value.log
+    assert our_container_ids(docker_engine) <= before
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from openenv_gym.providers import DockerProvider
+    from openenv_gym.transport import is_healthy
+    provider = DockerProvider.serving(sys.argv[1], ["gymnasium", "--env-id", "CartPole-v1"])
+    url = provider.start()
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # a normal exit runs the inherited finalizer: it must not remove it
+    os.waitpid(pid, 0)
+    print("alive after child exit:", is_healthy(url), flush=True)
+    provider.stop()
+    print("alive after stop:", is_healthy(url), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_forked_child_leaves_the_parents_container_alone(gymnasium_image: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_SCRIPT, gymnasium_image],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["alive after child exit: True", "alive after stop: False"]

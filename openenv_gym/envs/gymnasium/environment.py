@@ -120,9 +120,8 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             self.observation_space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary
         )
         if isinstance(self.action_space, spaces.Discrete):
-            self._discrete_range: range | None = range(
-                int(self.action_space.start), int(self.action_space.start + self.action_space.n)
-            )
+            start = int(self.action_space.start)
+            self._discrete_range: range | None = range(start, start + int(self.action_space.n))
         else:
             self._discrete_range = None
 
