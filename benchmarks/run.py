@@ -128,12 +128,14 @@ def run_suite(settings: Settings, log: Log = _stderr) -> tuple[list[CellResult],
 
 def _run_cell(context: Context, contender: Contender, n: int) -> CellResult:
     env = context.spec.name
+    opened = time.perf_counter()
     try:
         driver = contender.open(context, n)
     except ContenderUnavailableError as exc:
         return CellResult(env, contender.key, contender.label, n, STATUS_SKIPPED, reason=str(exc))
     except Exception as exc:
         return CellResult(env, contender.key, contender.label, n, STATUS_ERROR, reason=_line(exc))
+    setup_seconds = time.perf_counter() - opened
     try:
         actions = ActionStream(context.spec.n_actions, n, context.settings.seed)
         result = measure(driver, actions, n, context.settings)
@@ -145,6 +147,7 @@ def _run_cell(context: Context, contender: Contender, n: int) -> CellResult:
         except Exception as exc:  # a failing close must not stop the suite
             context.notes.append(f"{contender.key} N={n}: close failed: {_line(exc)}")
     result.env, result.contender, result.label = env, contender.key, contender.label
+    result.setup_seconds = setup_seconds
     return result
 
 
