@@ -100,21 +100,26 @@ def run_suite(settings: Settings, log: Log = _stderr) -> tuple[list[CellResult],
     notes: list[str] = []
     plans = {env: _plan(settings, env) for env in settings.envs}
     total = sum(len(cells) for cells in plans.values())
+    log(
+        f"{total} cells planned: {total * (settings.seconds + settings.warmup):.0f} s of "
+        "timed windows and warm-ups, plus setup (skipped contenders take none)"
+    )
     done = 0
     for env in settings.envs:
         context = Context(ENV_SPECS[env], settings)
         with running_servers(context, log):
             if context.server_problem:
                 log(f"[{env}] no server: {context.server_problem}")
-            skipped: dict[str, str] = {}
-            for contender, n in plans[env]:
-                done += 1
-                prefix = f"[{done:>3}/{total}] {env:<8} N={n:<2} {contender.label}"
+            skipped: set[str] = set()
+            for index, (contender, n) in enumerate(plans[env]):
                 if contender.key in skipped:
                     continue
+                done += 1
+                prefix = f"[{done:>3}/{total}] {env:<8} N={n:<2} {contender.label}"
                 result = _run_cell(context, contender, n)
                 if result.status == STATUS_SKIPPED:
-                    skipped[contender.key] = result.reason
+                    skipped.add(contender.key)
+                    total -= sum(1 for c, _ in plans[env][index + 1 :] if c.key == contender.key)
                     result.num_envs = 0
                     log(f"{prefix}: skipped: {result.reason}")
                 elif result.status == STATUS_ERROR:
