@@ -164,7 +164,8 @@ def _line(exc: BaseException) -> str:
 def describe(settings: Settings) -> str:
     """One line saying where and how the suite ran."""
     return (
-        f"{platform.node() or 'host'}: {os.cpu_count()} cores, Python "
+        f"{platform.node() or 'host'}: {os.cpu_count()} cores (load average "
+        f"{os.getloadavg()[0]:.1f} at the start), Python "
         f"{platform.python_version()}, {settings.seconds:g} s cells after "
         f"{settings.warmup:.2g} s warm-up, N in {{{','.join(map(str, settings.sizes))}}}, "
         f"{settings.servers} server process(es) per env"
