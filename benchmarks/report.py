@@ -33,6 +33,7 @@ CSV_COLUMNS: Final = (
     "vs_official",
     "env_steps",
     "seconds",
+    "setup_seconds",
     "reason",
 )
 
@@ -181,6 +182,7 @@ def write_csv(results: Sequence[CellResult], path: Path) -> Path:
                     "" if vs_official is None else f"{vs_official:.4f}",
                     result.env_steps,
                     f"{result.seconds:.3f}",
+                    f"{result.setup_seconds:.3f}",
                     result.reason,
                 ]
             )

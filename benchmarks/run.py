@@ -100,21 +100,26 @@ def run_suite(settings: Settings, log: Log = _stderr) -> tuple[list[CellResult],
     notes: list[str] = []
     plans = {env: _plan(settings, env) for env in settings.envs}
     total = sum(len(cells) for cells in plans.values())
+    log(
+        f"{total} cells planned: {total * (settings.seconds + settings.warmup):.0f} s of "
+        "timed windows and warm-ups, plus setup (skipped contenders take none)"
+    )
     done = 0
     for env in settings.envs:
         context = Context(ENV_SPECS[env], settings)
         with running_servers(context, log):
             if context.server_problem:
                 log(f"[{env}] no server: {context.server_problem}")
-            skipped: dict[str, str] = {}
-            for contender, n in plans[env]:
-                done += 1
-                prefix = f"[{done:>3}/{total}] {env:<8} N={n:<2} {contender.label}"
+            skipped: set[str] = set()
+            for index, (contender, n) in enumerate(plans[env]):
                 if contender.key in skipped:
                     continue
+                done += 1
+                prefix = f"[{done:>3}/{total}] {env:<8} N={n:<2} {contender.label}"
                 result = _run_cell(context, contender, n)
                 if result.status == STATUS_SKIPPED:
-                    skipped[contender.key] = result.reason
+                    skipped.add(contender.key)
+                    total -= sum(1 for c, _ in plans[env][index + 1 :] if c.key == contender.key)
                     result.num_envs = 0
                     log(f"{prefix}: skipped: {result.reason}")
                 elif result.status == STATUS_ERROR:
@@ -128,12 +133,14 @@ def run_suite(settings: Settings, log: Log = _stderr) -> tuple[list[CellResult],
 
 def _run_cell(context: Context, contender: Contender, n: int) -> CellResult:
     env = context.spec.name
+    opened = time.perf_counter()
     try:
         driver = contender.open(context, n)
     except ContenderUnavailableError as exc:
         return CellResult(env, contender.key, contender.label, n, STATUS_SKIPPED, reason=str(exc))
     except Exception as exc:
         return CellResult(env, contender.key, contender.label, n, STATUS_ERROR, reason=_line(exc))
+    setup_seconds = time.perf_counter() - opened
     try:
         actions = ActionStream(context.spec.n_actions, n, context.settings.seed)
         result = measure(driver, actions, n, context.settings)
@@ -145,6 +152,7 @@ def _run_cell(context: Context, contender: Contender, n: int) -> CellResult:
         except Exception as exc:  # a failing close must not stop the suite
             context.notes.append(f"{contender.key} N={n}: close failed: {_line(exc)}")
     result.env, result.contender, result.label = env, contender.key, contender.label
+    result.setup_seconds = setup_seconds
     return result
 
 
@@ -156,7 +164,8 @@ def _line(exc: BaseException) -> str:
 def describe(settings: Settings) -> str:
     """One line saying where and how the suite ran."""
     return (
-        f"{platform.node() or 'host'}: {os.cpu_count()} cores, Python "
+        f"{platform.node() or 'host'}: {os.cpu_count()} cores (load average "
+        f"{os.getloadavg()[0]:.1f} at the start), Python "
         f"{platform.python_version()}, {settings.seconds:g} s cells after "
         f"{settings.warmup:.2g} s warm-up, N in {{{','.join(map(str, settings.sizes))}}}, "
         f"{settings.servers} server process(es) per env"

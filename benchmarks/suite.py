@@ -193,6 +193,7 @@ class CellResult:
         env_steps: Env steps counted in the timed window.
         seconds: Length of the timed window.
         reason: Why a cell was skipped or failed.
+        setup_seconds: Time to open the contender (servers excluded), not part of the rate.
     """
 
     env: str
@@ -204,6 +205,7 @@ class CellResult:
     env_steps: int = 0
     seconds: float = 0.0
     reason: str = ""
+    setup_seconds: float = 0.0
 
 
 @dataclass
