@@ -232,6 +232,7 @@ def test_embedded_chess_server() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_maskable_ppo_trains_a_few_hundred_steps(chess_url: str) -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
     env = ChessOpenEnvEnv(chess_url)
