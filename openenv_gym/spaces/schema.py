@@ -392,7 +392,8 @@ class _Walker:
             return self._kind(resolved, path)
         except SpaceMappingError:
             raise
-        except (ValueError, TypeError, OverflowError) as exc:
+        except (ValueError, TypeError, OverflowError, AssertionError) as exc:
+            # AssertionError: gymnasium's Text checks min_length <= max_length with assert.
             reason = f"the schema's values do not form a space: {exc}"
             raise _UnmappableError(path, reason, schema) from exc
         finally:
