@@ -38,14 +38,16 @@ def test_ppo_with_atari_wrapper_runs_2000_steps_on_remote_pong() -> None:
             # The server already skips 4 frames per step (ALE/Pong-v5 settings).
             return AtariWrapper(env, frame_skip=1)
 
-        venv = VecFrameStack(DummyVecEnv([make]), n_stack=4)
+        # Two sessions: half the policy forward passes for the same 2,000 steps.
+        venv = VecFrameStack(DummyVecEnv([make, make]), n_stack=4)
         try:
             assert venv.observation_space.shape == (84, 84, 4)
             model = sb3.PPO(
                 "CnnPolicy",
                 venv,
-                n_steps=500,
+                n_steps=250,
                 batch_size=500,
+                policy_kwargs={"features_extractor_kwargs": {"features_dim": 128}},
                 n_epochs=1,
                 seed=0,
                 device="cpu",
