@@ -201,6 +201,9 @@ def make_atari_env(
     }
     if base_url is not None:
         return AtariOpenEnvEnv(base_url, encoding=encoding, **settings, **kwargs)
+    from openenv_gym.envs.atari.environment import rom_id
+
+    game = rom_id(game)  # the embedded server runs here: fail early, with this process's error
     serve_args = [
         "atari",
         "--game",
