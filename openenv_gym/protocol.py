@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+import pydantic_core
+
 from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
 
 WS_PATH: Final = "/ws"
@@ -168,10 +170,11 @@ def parse_server_message(
                 received=_shorten(raw),
             ) from exc
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as exc:
+        # pydantic's parser: 2-3x faster than json.loads on a list-ified Atari screen.
+        message = pydantic_core.from_json(raw)
+    except ValueError as exc:
         raise ProtocolError(
-            f"expected a JSON server message, got invalid JSON ({exc.msg}): {_shorten(raw)}",
+            f"expected a JSON server message, got invalid JSON ({exc}): {_shorten(raw)}",
             received=_shorten(raw),
         ) from exc
     return parse_server_object(message, raw, url=url)

@@ -85,15 +85,15 @@ class OfficialStyleAtariEnvironment(Environment):
 
 
 @contextmanager
-def official_atari_server() -> Iterator[str]:
-    """Run the official-style Pong server on 127.0.0.1; yield its base URL."""
+def official_atari_server(port: int = 0) -> Iterator[str]:
+    """Run the official-style Pong server on 127.0.0.1 (``port=0``: a free one); yield its URL."""
     import uvicorn
 
     app = create_fastapi_app(
         OfficialStyleAtariEnvironment, OfficialAtariAction, OfficialAtariObservation
     )
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets-sansio"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -109,3 +109,21 @@ def official_atari_server() -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+def main() -> None:
+    """Serve the official-style Pong server on 127.0.0.1:PORT until killed (for benchmarks).
+
+    Prints ``READY <url>`` once it listens.
+    """
+    import sys
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    with official_atari_server(port) as url:
+        print(f"READY {url}", flush=True)
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

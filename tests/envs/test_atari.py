@@ -208,6 +208,8 @@ def test_bad_actions_are_refused_and_the_session_lives(pong_url: str) -> None:
 def test_bad_options_are_clear_errors() -> None:
     with pytest.raises(EnvConfigError, match="unknown Atari game 'pongg'"):
         atari_server("pongg")
+    with pytest.raises(EnvConfigError, match="unknown Atari game 'pongg'"):
+        gym.make("openenv/Atari-v0", game="pongg")  # before any server process is started
     with pytest.raises(EnvConfigError, match="obs_type"):
         gym.make("openenv/Atari-v0", obs_type="hsv")
     with pytest.raises(EnvConfigError, match="frameskip"):

@@ -204,6 +204,8 @@ def test_bad_options_are_clear_errors() -> None:
         chess_server(illegal_move="ignore")
     with pytest.raises(UCIEngineNotFoundError, match="not found on PATH"):
         UCIOpponent("no-such-engine-here")
+    with pytest.raises(UCIEngineNotFoundError, match="'no-such-engine-here'"):
+        gym.make("openenv/Chess-v0", opponent="uci", uci_engine="no-such-engine-here")
     with pytest.raises(EnvConfigError, match="invalid fen"):
         ChessEnvironment().reset(fen="not a fen")
 
@@ -232,6 +234,7 @@ def test_embedded_chess_server() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_maskable_ppo_trains_a_few_hundred_steps(chess_url: str) -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
     env = ChessOpenEnvEnv(chess_url)
@@ -244,5 +247,51 @@ def test_maskable_ppo_trains_a_few_hundred_steps(chess_url: str) -> None:
         obs, _ = env.reset(seed=1)
         action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
         assert env.action_masks()[int(action)]  # masked prediction is a legal move
+    finally:
+        env.close()
+
+
+TINY_UCI_ENGINE = """
+import sys
+import chess
+
+board = chess.Board()
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "uci":
+        print("id name tiny-first-move")
+        print("uciok", flush=True)
+    elif words[0] == "isready":
+        print("readyok", flush=True)
+    elif words[0] == "position":
+        board = chess.Board() if words[1] == "startpos" else chess.Board(" ".join(words[2:8]))
+        if "moves" in words:
+            for move in words[words.index("moves") + 1 :]:
+                board.push_uci(move)
+    elif words[0] == "go":
+        best = sorted(m.uci() for m in board.legal_moves)[0]
+        print(f"bestmove {best}", flush=True)
+    elif words[0] == "quit":
+        break
+"""
+
+
+def test_uci_opponent_plays_an_engine_process(tmp_path: Any) -> None:
+    """A real (tiny) UCI engine process: it always plays the alphabetically first move."""
+    import stat
+    import sys
+
+    script = tmp_path / "tiny-engine"
+    script.write_text(f"#!{sys.executable}\n{TINY_UCI_ENGINE}")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    env = ChessEnvironment(opponent="uci", uci_engine=str(script))
+    try:
+        env.reset(seed=0)
+        after = env.step(ChessAction(move="e2e4"))
+        assert env.state.move_history == ["e2e4", "a7a5"]  # the engine's (first) choice
+        assert after.fen.split()[1] == "w"
+        assert "d2d4" in after.legal_moves
     finally:
         env.close()

@@ -58,6 +58,10 @@ class RemoteALE:
         """Lives left, as of the last ``reset``/``step``."""
         return self._lives
 
+    def update(self, lives: int) -> None:
+        """Record the lives of a new observation."""
+        self._lives = lives
+
 
 def local_action_meanings(game: str, full_action_space: bool) -> list[str]:
     """The action meanings ``ale_py`` gives ``game`` (needs ``ale-py`` installed).
@@ -157,7 +161,7 @@ class AtariOpenEnvEnv(OpenEnvEnv):
     def _record(self, info: dict[str, Any]) -> None:
         lives = info.get("lives")
         if isinstance(lives, int):
-            self.ale._lives = lives
+            self.ale.update(lives)
         meanings = info.get("action_meanings")
         if self._meanings is None and isinstance(meanings, list):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
@@ -197,6 +201,9 @@ def make_atari_env(
     }
     if base_url is not None:
         return AtariOpenEnvEnv(base_url, encoding=encoding, **settings, **kwargs)
+    from openenv_gym.envs.atari.environment import rom_id
+
+    game = rom_id(game)  # the embedded server runs here: fail early, with this process's error
     serve_args = [
         "atari",
         "--game",

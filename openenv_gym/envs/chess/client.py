@@ -189,6 +189,10 @@ def make_chess_env(
     check_chess_options(opponent, illegal_move, agent_color)
     if base_url is not None:
         return ChessOpenEnvEnv(base_url, **kwargs)
+    if opponent == "uci":  # the embedded server runs here: fail early, with a clear error
+        from openenv_gym.envs.chess.opponents import find_uci_engine
+
+        find_uci_engine(uci_engine)
     serve_args = [
         "chess",
         "--opponent",

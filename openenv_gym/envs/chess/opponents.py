@@ -84,6 +84,27 @@ class MaterialOpponent:
         return rng.choice(best)
 
 
+def find_uci_engine(path: str | None = None) -> str:
+    """The full path of the UCI engine ``path`` (or of the first of :data:`UCI_CANDIDATES`
+    on ``PATH`` when ``None``).
+
+    Raises:
+        UCIEngineNotFoundError: Not found.
+    """
+    if path is not None:
+        found = shutil.which(path)
+    else:
+        found = next((shutil.which(n) for n in UCI_CANDIDATES if shutil.which(n)), None)
+    if found is None:
+        wanted = repr(path) if path else f"any of {', '.join(UCI_CANDIDATES)}"
+        raise UCIEngineNotFoundError(
+            f"opponent='uci' needs a UCI chess engine, but {wanted} was not found on PATH. "
+            "Install one (e.g. `apt-get install stockfish`), pass its path with "
+            "--uci-engine / uci_engine=, or use opponent='material' or 'random'."
+        )
+    return found
+
+
 class UCIOpponent:
     """A UCI engine (Stockfish, ...) with a time limit per move.
 
@@ -96,16 +117,7 @@ class UCIOpponent:
     """
 
     def __init__(self, path: str | None = None, time_limit: float = 0.05) -> None:
-        found = shutil.which(path) if path else None
-        if path is None:
-            found = next((shutil.which(n) for n in UCI_CANDIDATES if shutil.which(n)), None)
-        if found is None:
-            wanted = repr(path) if path else f"any of {', '.join(UCI_CANDIDATES)}"
-            raise UCIEngineNotFoundError(
-                f"opponent='uci' needs a UCI chess engine, but {wanted} was not found on PATH. "
-                "Install one (e.g. `apt-get install stockfish`), pass its path with "
-                "--uci-engine / uci_engine=, or use opponent='material' or 'random'."
-            )
+        found = find_uci_engine(path)
         self.path = found
         self.time_limit = time_limit
         self._engine = chess.engine.SimpleEngine.popen_uci(found)
@@ -143,6 +155,7 @@ __all__ = [
     "MaterialOpponent",
     "Opponent",
     "UCIOpponent",
+    "find_uci_engine",
     "make_opponent",
     "material",
     "random_opponent",
