@@ -1,16 +1,18 @@
-"""The atari and chess images against a real engine (skipped until their servers exist).
+"""The atari and chess images against a real engine, through the registered ids.
 
-``openenv_gym.envs.atari`` and ``openenv_gym.envs.chess`` come from another branch; until
-they are in the tree these tests are skipped with that reason. The images are built when
-missing.
+The images are built when missing (``openenv-gym build`` builds them all).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import AuthenticationError
 from openenv_gym.providers import DockerProvider
 from openenv_gym.transport import fetch_schema
 from tests.providers.conftest import image
@@ -34,3 +36,39 @@ def test_chess_image_serves_the_official_chess_schema(docker_engine: Any) -> Non
         schema = fetch_schema(provider.base_url)
     assert "move" in schema["action"]["properties"]
     assert {"fen", "legal_moves"} <= set(schema["observation"]["properties"])
+
+
+@pytest.mark.slow
+def test_atari_id_in_a_container_matches_the_child_process_server(docker_engine: Any) -> None:
+    tag = image(docker_engine, "atari")
+    actions = [0, 1, 2, 3, 4, 5] * 5
+    frames = []
+    for extra in ({"image": tag}, {}):
+        env = gym.make("openenv/Atari-v0", game="pong", repeat_action_probability=0.0, **extra)
+        try:
+            obs, _ = env.reset(seed=3)
+            assert obs.shape == (210, 160, 3)
+            assert obs.dtype == np.uint8
+            for action in actions:
+                obs, *_ = env.step(action)
+            frames.append(obs)
+        finally:
+            env.close()
+    np.testing.assert_array_equal(frames[0], frames[1])
+
+
+@pytest.mark.slow
+def test_chess_id_in_a_container_with_a_token(docker_engine: Any) -> None:
+    tag = image(docker_engine, "chess")
+    env = gym.make("openenv/Chess-v0", opponent="material", image=tag, token="s3cret")
+    try:
+        _, info = env.reset(seed=0)
+        assert "fen" in info
+        mask = env.unwrapped.action_masks()  # type: ignore[attr-defined]
+        _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(mask)[0]))
+        assert not terminated
+        assert not truncated
+        with pytest.raises(AuthenticationError):
+            gym.make("openenv/Chess-v0", base_url=env.unwrapped.base_url, token="wrong")  # type: ignore[attr-defined]
+    finally:
+        env.close()

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Final
 
 from openenv_gym.env import OpenEnvEnv
@@ -40,8 +41,8 @@ from openenv_gym.envs.atari.models import (
     screen_space,
 )
 from openenv_gym.errors import EnvConfigError
+from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.local import LocalServerProcess
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 from openenv_gym.transport import DEFAULT_ENCODING
 
@@ -178,6 +179,9 @@ def make_atari_env(
     base_url: str | None = None,
     encoding: str = DEFAULT_ENCODING,
     startup_timeout: float = 60.0,
+    image: str | None = None,
+    token: str | None = None,
+    docker_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> AtariOpenEnvEnv:
     """The ``openenv/Atari-v0`` entry point: a server at ``base_url``, or an embedded one.
@@ -188,6 +192,10 @@ def make_atari_env(
     ``difficulty`` are the server's business (they are fixed when it starts).
 
     Args:
+        image: Run the embedded server in this Docker image (``openenv-gym build`` makes
+            ``openenv-gym/atari:latest``) instead of a child process.
+        token: The bearer token the server requires (an embedded server is started with it).
+        docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
         **kwargs: :class:`AtariOpenEnvEnv` / :class:`~openenv_gym.env.OpenEnvEnv` options.
 
     Raises:
@@ -200,7 +208,7 @@ def make_atari_env(
         "full_action_space": full_action_space,
     }
     if base_url is not None:
-        return AtariOpenEnvEnv(base_url, encoding=encoding, **settings, **kwargs)
+        return AtariOpenEnvEnv(base_url, token=token, encoding=encoding, **settings, **kwargs)
     from openenv_gym.envs.atari.environment import rom_id
 
     game = rom_id(game)  # the embedded server runs here: fail early, with this process's error
@@ -221,8 +229,14 @@ def make_atari_env(
         serve_args += ["--mode", str(int(mode))]
     if difficulty is not None:
         serve_args += ["--difficulty", str(int(difficulty))]
-    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
-    return AtariOpenEnvEnv(provider=provider, encoding=encoding, **settings, **kwargs)
+    provider = server_provider(
+        serve_args,
+        image=image,
+        token=token,
+        startup_timeout=startup_timeout,
+        docker_kwargs=docker_kwargs,
+    )
+    return AtariOpenEnvEnv(provider=provider, token=token, encoding=encoding, **settings, **kwargs)
 
 
 __all__ = ["AtariOpenEnvEnv", "RemoteALE", "local_action_meanings", "make_atari_env"]

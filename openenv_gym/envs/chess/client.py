@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import chess
@@ -33,8 +34,8 @@ from openenv_gym.envs.chess.options import (
 )
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, SessionClosedError
 from openenv_gym.protocol import ObservationReply, reset_message, step_message
+from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import GivenServer, ServerProvider
-from openenv_gym.providers.local import LocalServerProcess
 from openenv_gym.transport import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_REPLY_TIMEOUT,
@@ -50,9 +51,12 @@ class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):
         provider: Starts (and on :meth:`close` stops) the server.
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
+        token: A bearer token for servers that require one (``--token``); default: the
+            ``OPENENV_TOKEN`` environment variable.
 
     Raises:
         ServerConnectionError: The server cannot be reached.
+        AuthenticationError: The server refused the token.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}
@@ -65,6 +69,7 @@ class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
         render_mode: str | None = None,
+        token: str | None = None,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -86,6 +91,7 @@ class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):
                 connect_timeout=connect_timeout,
                 reply_timeout=reply_timeout,
                 encoding="json",
+                token=token,
             )
             weakref.finalize(self, _close_session_soon, self._session)
         except BaseException:
@@ -176,19 +182,24 @@ def make_chess_env(
     uci_engine: str | None = None,
     base_url: str | None = None,
     startup_timeout: float = 60.0,
+    image: str | None = None,
+    token: str | None = None,
+    docker_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> ChessOpenEnvEnv:
     """The ``openenv/Chess-v0`` entry point: a server at ``base_url``, or an embedded one.
 
     The server options (``opponent``, ``illegal_move``, ``agent_color``, ``max_moves``,
     ``uci_engine``) configure the embedded server; with ``base_url`` they are the server's.
+    ``image=`` runs the embedded server in that Docker image (``openenv-gym/chess:latest``)
+    instead of a child process; ``token=`` is the bearer token the server requires.
 
     Raises:
         EnvConfigError: An option is invalid.
     """
     check_chess_options(opponent, illegal_move, agent_color)
     if base_url is not None:
-        return ChessOpenEnvEnv(base_url, **kwargs)
+        return ChessOpenEnvEnv(base_url, token=token, **kwargs)
     if opponent == "uci":  # the embedded server runs here: fail early, with a clear error
         from openenv_gym.envs.chess.opponents import find_uci_engine
 
@@ -206,8 +217,14 @@ def make_chess_env(
     ]
     if uci_engine is not None:
         serve_args += ["--uci-engine", uci_engine]
-    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
-    return ChessOpenEnvEnv(provider=provider, **kwargs)
+    provider = server_provider(
+        serve_args,
+        image=image,
+        token=token,
+        startup_timeout=startup_timeout,
+        docker_kwargs=docker_kwargs,
+    )
+    return ChessOpenEnvEnv(provider=provider, token=token, **kwargs)
 
 
 __all__ = ["ChessOpenEnvEnv", "make_chess_env"]
