@@ -85,7 +85,17 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
         # Our Atari server steps with frameskip 4 and no sticky actions: match it.
         make_kwargs={"frameskip": 4, "repeat_action_probability": 0.0},
         n_actions=6,
-        serve_args=("atari", "--game", "pong", "--obs-type", "rgb", "--frameskip", "4"),
+        serve_args=(
+            "atari",
+            "--game",
+            "pong",
+            "--obs-type",
+            "rgb",
+            "--frameskip",
+            "4",
+            "--repeat-action-probability",
+            "0",
+        ),
         openenv_id="openenv/Atari-v0",
         openenv_kwargs={"game": "pong"},
         official_action_field="action_id",
