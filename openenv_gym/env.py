@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from openenv_gym.errors import (
     OpenEnvGymError,
+    RenderModeUnavailableError,
     SessionClosedError,
-    UnsupportedRenderModeError,
 )
 from openenv_gym.protocol import (
     METADATA_PATH,
@@ -158,7 +158,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self.observation_space = self._observation_codec.space
             self._image_path = _find_rgb_image(self.observation_space)
             if render_mode is not None and (render_mode != "rgb_array" or self._image_path is None):
-                raise UnsupportedRenderModeError(
+                raise RenderModeUnavailableError(
                     f"render_mode={render_mode!r} is not available here: expected None, or "
                     "'rgb_array' for an env whose observation holds a uint8 (H, W, 3) image; "
                     f"this env's observation space is {self.observation_space}"

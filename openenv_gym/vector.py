@@ -330,8 +330,25 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         options = dict(options or {})
         mask = self._reset_mask(options.pop("reset_mask", None))
         indices = [i for i in range(self.num_envs) if mask is None or mask[i]]
-        data = {**self._reset_kwargs, **options}
-        frames = [encode_message(reset_message(seed=seeds[i], **data)) for i in indices]
+        return self.reset_each(indices, [seeds[i] for i in indices], [options] * len(indices))
+
+    def reset_each(
+        self,
+        indices: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[Mapping[str, Any]],
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the sub-envs ``indices``, each with its own seed and options (one batch).
+
+        The other sub-envs keep their observation. Used by the SB3 adapter, whose
+        ``set_options`` gives every sub-env its own options.
+        """
+        self._check_open()
+        indices = list(indices)
+        frames = [
+            encode_message(reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)}))
+            for seed, extra in zip(seeds, options, strict=True)
+        ]
         replies = self._exchange(indices, frames, retry_frames=frames)
         infos: dict[str, Any] = {}
         for i, reply in zip(indices, replies, strict=True):
