@@ -474,6 +474,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     # ------------------------------------------------------------------ extras
 
     @property
+    def servers(self) -> list[ServerProvider]:
+        """The servers this env started (and stops on close), e.g. the embedded one."""
+        return list(self._owned_providers.values())
+
+    @property
     def base_urls(self) -> list[str]:
         """The server URL of each sub-env."""
         return list(self._urls)

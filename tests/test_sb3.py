@@ -93,7 +93,7 @@ def test_under_vec_normalize_and_frame_stack(cartpole_url: str) -> None:
         obs = vec.reset()
         assert obs.shape == (2, 16)
         for _ in range(30):
-            obs, rewards, dones, infos = vec.step(np.array([0, 1]))
+            obs, _rewards, _dones, infos = vec.step(np.array([0, 1]))
             assert obs.shape == (2, 16)
             assert np.isfinite(obs).all()
             assert len(infos) == 2

@@ -124,6 +124,9 @@ class LocalServerProcess(ServerProvider):
         if self._base_url is not None:
             return self._base_url
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
+        # A provider may be started again after stop() (a reconnecting vector env does).
+        self._ready = threading.Event()
+        self._ready_info = {}
         process = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE,
