@@ -41,6 +41,7 @@ def make_gymnasium_env(
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     startup_timeout: float = 60.0,
+    workers: int | str | None = None,
     **kwargs: Any,
 ) -> OpenEnvEnv:
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
@@ -50,6 +51,8 @@ def make_gymnasium_env(
         base_url: A running ``openenv-gym serve gymnasium`` (or compatible) server.
         env_kwargs: ``gymnasium.make`` keyword arguments for the embedded server's env.
         startup_timeout: Seconds to wait for the embedded server.
+        workers: Processes of the embedded server (``"auto"``: one per core); one when
+            ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
     if base_url is not None:
@@ -57,6 +60,8 @@ def make_gymnasium_env(
     serve_args = ["gymnasium", "--env-id", env_id]
     if env_kwargs:
         serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
+    if workers is not None:
+        serve_args += ["--workers", str(workers)]
     provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
     return OpenEnvEnv(provider=provider, **kwargs)
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -46,6 +47,7 @@ from typing import Any, Final
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
@@ -70,7 +72,13 @@ from openenv_gym.protocol import (
     step_message,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.transport import Session, exchange_many, is_healthy, run_sync
+from openenv_gym.transport import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Session,
+    exchange_many,
+    is_healthy,
+    run_sync,
+)
 
 #: The encodings this version speaks on the wire.
 ENCODINGS: Final = ("json",)
@@ -152,6 +160,14 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
 
+        if urls is not None:  # before any session is open: nothing of ours is counted yet
+            needed: dict[str, int] = {}
+            for i in range(num_envs):
+                url = urls[i % len(urls)].rstrip("/")
+                needed[url] = needed.get(url, 0) + 1
+            timeout = env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+            self._connect_options = {"connect_timeout": timeout}
+            self._check_capacity(needed, {})
         template = _make_template(id, urls, env_kwargs)
         session, provider = template.detach()
         first_url = template.base_url
@@ -172,7 +188,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._sessions = [session.session]
         self._closed = False
         try:
-            self._open_sessions(range(1, num_envs), check_capacity=True)
+            self._open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
         except BaseException:
             self.close()
             raise
@@ -216,63 +232,87 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
         self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
 
-    def _open_sessions(self, indices: Sequence[int], *, check_capacity: bool) -> None:
-        """Open sessions for ``indices`` (at ``self._urls[i]``), checking capacity first."""
-        if not indices:
-            return
-        needed: dict[str, int] = {}
-        for i in indices:
-            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
-        already = {url: self._urls[: min(indices)].count(url) for url in needed}
+    def _check_capacity(self, needed: Mapping[str, int], already: Mapping[str, int]) -> set[str]:
+        """``GET /capacity`` of each URL; raise when a server reports too few free slots.
+
+        ``already`` counts this env's sessions that are open there (and so not free).
+        Returns the URLs that reported their capacity.
+        """
         accepted: dict[str, int | None] = {}
         known: set[str] = set()
+        short = False
+        for url, count in needed.items():
+            capacity = fetch_capacity(url, timeout=self._connect_options["connect_timeout"])
+            if capacity.free is not None:
+                known.add(url)
+                accepted[url] = capacity.free + already.get(url, 0)
+                short = short or capacity.free < count - already.get(url, 0)
+        if short:
+            raise insufficient_capacity_error(
+                requested=self.num_envs,
+                needed=needed,
+                accepted={url: accepted.get(url) for url in needed},
+                known=known,
+            )
+        return known
+
+    def _open_sessions(
+        self, indices: Sequence[int], *, check_capacity: bool, verify: Sequence[int] = ()
+    ) -> None:
+        """Open sessions for ``indices`` (at ``self._urls[i]``).
+
+        Args:
+            check_capacity: Ask ``GET /capacity`` first.
+            verify: Indices whose session is already open and not yet known to be accepted
+                (a server at capacity accepts the WebSocket, then refuses the session).
+        """
+        every = [*verify, *indices]
+        if not every:
+            return
+        needed: dict[str, int] = {}
+        for i in every:
+            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
+        known: set[str] = set()
         if check_capacity:
-            short = False
-            for url, count in needed.items():
-                capacity = fetch_capacity(url, timeout=self._connect_options["connect_timeout"])
-                if capacity.free is not None:
-                    known.add(url)
-                    accepted[url] = capacity.free + already[url]
-                    short = short or capacity.free < count
-            if short:
-                total = {url: count + already[url] for url, count in needed.items()}
-                raise insufficient_capacity_error(
-                    requested=self.num_envs,
-                    needed=total,
-                    accepted={url: accepted.get(url) for url in total},
-                    known=known,
-                )
-        opened = run_sync(self._open_all([self._urls[i] for i in indices]), self._call_timeout)
+            already: dict[str, int] = {}
+            for i in verify:
+                already[self._urls[i]] = already.get(self._urls[i], 0) + 1
+            known = self._check_capacity(needed, already)
+        opened = run_sync(
+            self._open_all([self._urls[i] for i in indices], [self._sessions[i] for i in verify]),
+            self._call_timeout,
+        )
         refused: dict[str, int] = {}
         first_error: BaseException | None = None
-        for i, outcome in zip(indices, opened, strict=True):
+        for i, outcome in zip(every, opened, strict=True):
             if isinstance(outcome, CapacityReachedError):
                 refused[self._urls[i]] = refused.get(self._urls[i], 0) + 1
             elif isinstance(outcome, BaseException):
                 first_error = first_error or outcome
-        good = [s for s in opened if isinstance(s, Session)]
         if refused or first_error is not None:
-            run_sync(_close_all(good), self._call_timeout)
+            run_sync(_close_all([s for s in opened if isinstance(s, Session)]), self._call_timeout)
             if first_error is not None:
                 raise first_error
-            total = {url: count + already[url] for url, count in needed.items()}
-            for url, count in needed.items():
-                if url not in known:
-                    accepted[url] = count - refused.get(url, 0) + already[url]
+            accepted: dict[str, int | None] = {
+                url: count - refused.get(url, 0) for url, count in needed.items()
+            }
             raise insufficient_capacity_error(
-                requested=self.num_envs, needed=total, accepted=accepted, known=known
+                requested=self.num_envs, needed=needed, accepted=accepted, known=known
             )
-        for i, outcome in zip(indices, opened, strict=True):
+        for i, outcome in zip(every, opened, strict=True):
             assert isinstance(outcome, Session)  # every failure raised above
             if i < len(self._sessions):
                 self._sessions[i] = outcome
             else:
                 self._sessions.append(outcome)
 
-    async def _open_all(self, urls: list[str]) -> list[Session | BaseException]:
-        """Open one session per URL; then a ``state`` round trip shows CAPACITY_REACHED."""
+    async def _open_all(
+        self, urls: list[str], existing: list[Session]
+    ) -> list[Session | BaseException]:
+        """Open one session per URL; then a ``state`` round trip on them and on ``existing``
+        shows which were refused (CAPACITY_REACHED). Outcomes: ``existing``, then new ones."""
         options = self._connect_options
-        outcomes: list[Session | BaseException] = list(
+        new: list[Session | BaseException] = list(
             await asyncio.gather(
                 *(
                     Session.open(
@@ -287,6 +327,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 return_exceptions=True,
             )
         )
+        outcomes: list[Session | BaseException] = [*existing, *new]
         opened = [(k, s) for k, s in enumerate(outcomes) if isinstance(s, Session)]
         replies = await exchange_many(
             [s for _, s in opened], [_STATE_FRAME] * len(opened), self._reply_timeout
@@ -736,6 +777,8 @@ def _make_template(
         kwargs["base_url"] = urls[0]
     if id is None:
         return OpenEnvEnv(**kwargs)
+    if urls is None and "workers" not in kwargs and _accepts_workers(id):
+        kwargs["workers"] = "auto"  # the embedded server: one process per core
     env = gym.make(id, disable_env_checker=True, **kwargs)
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, OpenEnvEnv):
@@ -746,6 +789,16 @@ def _make_template(
         )
     # Wrappers of the single env do not apply: the vector env takes over the bare session.
     return unwrapped
+
+
+def _accepts_workers(id: str) -> bool:
+    """Whether the entry point of ``id`` takes ``workers`` (it starts a multi-process server)."""
+    try:
+        entry_point = gym.spec(id).entry_point
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        return creator is not None and "workers" in inspect.signature(creator).parameters
+    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
+        return False
 
 
 class VectorEntryPoint:

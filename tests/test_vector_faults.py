@@ -7,6 +7,7 @@ import os
 import signal
 from collections.abc import Iterator
 
+import httpx
 import numpy as np
 import pytest
 
@@ -84,7 +85,8 @@ def test_reconnect_restarts_the_embedded_server() -> None:
         old_pid, old_url = _pid(server), envs.base_urls[0]
         envs.reset(seed=0)
         envs.step(np.array([0, 1]))
-        os.kill(old_pid, signal.SIGKILL)
+        for pid in {old_pid, *_worker_pids(old_url)}:  # the embedded server may have workers
+            os.kill(pid, signal.SIGKILL)
         obs, rewards, terminations, truncations, infos = envs.step(np.array([1, 0]))
         # The broken episodes end as truncated, and info says why.
         assert truncations.tolist() == [True, True]
@@ -123,6 +125,10 @@ def test_reconnect_to_a_dead_server_it_does_not_own_fails_clearly(
         assert caught.value.index == 0
     finally:
         envs.close()
+
+
+def _worker_pids(url: str) -> set[int]:
+    return {httpx.get(url + "/capacity", timeout=10).json()["pid"] for _ in range(24)}
 
 
 def _alive(server: LocalServerProcess) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -133,11 +134,10 @@ class OpenEnvServer:
         return self.sessions.active_sessions
 
     def capacity(self) -> dict[str, int]:
-        """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A}``."""
-        return {
-            "max_sessions": self.sessions.max_sessions,
-            "active_sessions": self.sessions.active_sessions,
-        }
+        """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A,
+        "pid": P}`` (counts over all worker processes; ``pid`` of the answering worker)."""
+        budget = self.sessions.budget
+        return {"max_sessions": budget.limit, "active_sessions": budget.active, "pid": os.getpid()}
 
     async def start(
         self, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False
