@@ -69,7 +69,6 @@ class OpenEnvVecEnv(VecEnv):
                 f"autoreset_mode=AutoresetMode.SAME_STEP, not {vector_env.autoreset_mode}"
             )
         self.vector_env = vector_env
-        self._actions: np.ndarray | None = None
         super().__init__(
             vector_env.num_envs,
             vector_env.single_observation_space,
@@ -88,15 +87,16 @@ class OpenEnvVecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Remember the actions; :meth:`step_wait` sends them all in one batch."""
-        self._actions = actions
+        """Send the actions to every sub-env at once; :meth:`step_wait` collects."""
+        self.vector_env.step_async(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
-        """Step every sub-env; ended ones are reset at once (see the module doc)."""
-        if self._actions is None:
-            raise VectorUsageError("step_wait() was called without step_async(actions) first")
-        actions, self._actions = self._actions, None
-        obs, rewards, terminations, truncations, batched = self.vector_env.step(actions)
+        """Collect the step; ended sub-envs are reset at once (see the module doc).
+
+        Raises:
+            VectorUsageError: No :meth:`step_async` is pending.
+        """
+        obs, rewards, terminations, truncations, batched = self.vector_env.step_wait()
         dones = terminations | truncations
         infos = _unbatch_infos(batched, self.num_envs)
         final_obs = batched.get("final_obs")

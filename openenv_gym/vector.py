@@ -38,6 +38,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import copy
 import inspect
 import json
@@ -75,6 +77,7 @@ from openenv_gym.providers.base import ServerProvider
 from openenv_gym.transport import (
     DEFAULT_CONNECT_TIMEOUT,
     Session,
+    background_loop,
     exchange_many,
     is_healthy,
     run_sync,
@@ -131,6 +134,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
+        self._pending: tuple[concurrent.futures.Future[list[Any]], np.ndarray | None] | None = None
         self._sessions: list[Session] = []
         self._owned_providers: dict[str, ServerProvider] = {}
         self.num_envs = _check_num_envs(num_envs)
@@ -385,6 +389,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         ``set_options`` gives every sub-env its own options.
         """
         self._check_open()
+        self._drain_pending()
         indices = list(indices)
         frames = [
             encode_message(reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)}))
@@ -408,14 +413,30 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action; see the module doc for autoreset.
 
+        Same as :meth:`step_async` then :meth:`step_wait`.
+
         Raises:
             ActionOutOfSpaceError: An action is outside the single action space (nothing
                 is sent); the message names the sub-env.
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Any) -> None:
+        """Send the N actions (one hop to the event loop) and return at once.
+
+        The learner may compute while the servers step; :meth:`step_wait` collects.
+
+        Raises:
+            ActionOutOfSpaceError: An action is outside the single action space (nothing sent).
+            VectorUsageError: A step is already pending, or ``DISABLED`` autoreset and a
+                sub-env that ended was not reset.
+        """
         self._check_open()
-        n = self.num_envs
+        if self._pending is not None:
+            raise VectorUsageError("step_async() was called twice; call step_wait() first")
         resetting = self._autoreset_envs
         if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
             ended = np.flatnonzero(resetting).tolist()
@@ -424,14 +445,31 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
         frames = self._step_frames(actions)
+        was_resetting: np.ndarray | None = None
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
             for i in np.flatnonzero(resetting).tolist():
                 frames[i] = self._plain_reset_frame
             was_resetting = resetting.copy()
-        else:
-            was_resetting = None
+        future = asyncio.run_coroutine_threadsafe(
+            exchange_many(self._sessions, frames, self._reply_timeout), background_loop()
+        )
+        self._pending = (future, was_resetting)
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the replies of :meth:`step_async`; returns what :meth:`step` returns.
+
+        Raises:
+            VectorUsageError: No step is pending.
+            SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
+        """
+        self._check_open()
+        if self._pending is None:
+            raise VectorUsageError("step_wait() was called without step_async(actions) first")
+        future, was_resetting = self._pending
+        self._pending = None
+        n = self.num_envs
         indices = list(range(n))
-        replies = self._exchange(indices, frames, retry_frames=None)
+        replies = self._exchange(indices, [], retry_frames=None, pending=future)
         infos: dict[str, Any] = {}
         final_infos: dict[int, dict[str, Any]] = {}
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
@@ -501,10 +539,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._finish_observations()
         return infos
 
+    def _drain_pending(self) -> None:
+        """Wait out a step_async() nobody collected, so replies pair with their requests."""
+        if self._pending is not None:
+            future, _ = self._pending
+            self._pending = None
+            with contextlib.suppress(Exception):
+                future.result(self._call_timeout)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
         if self._closed:
             return
+        self._drain_pending()
         self._closed = True
         try:
             run_sync(_close_all(self._sessions), 30.0)
@@ -527,6 +574,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
         self._check_open()
+        self._drain_pending()
         indices = list(range(self.num_envs))
         raws = run_sync(
             exchange_many(self._sessions, [_STATE_FRAME] * self.num_envs, self._reply_timeout),
@@ -612,17 +660,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return frames
 
     def _exchange(
-        self, indices: list[int], frames: list[str], *, retry_frames: list[str] | None
+        self,
+        indices: list[int],
+        frames: list[str],
+        *,
+        retry_frames: list[str] | None,
+        pending: concurrent.futures.Future[list[Any]] | None = None,
     ) -> list[ObservationReply | None]:
         """One batch round trip for ``indices``; ``None`` marks a reconnected sub-env.
 
         With ``retry_frames`` (resets) the frame is sent again on the reopened session.
+        With ``pending`` the frames were already sent (:meth:`step_async`): collect only.
         """
         sessions = self._sessions
-        raws = run_sync(
-            exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
-            self._call_timeout,
-        )
+        if pending is None:
+            raws = run_sync(
+                exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
+                self._call_timeout,
+            )
+        else:
+            raws = pending.result(self._call_timeout)
         replies: list[ObservationReply | None] = []
         broken: list[int] = []
         for k, (i, raw) in enumerate(zip(indices, raws, strict=True)):

@@ -229,3 +229,24 @@ def test_closed_env_refuses_calls(cartpole_url: str) -> None:
         envs.reset()
     with pytest.raises(OpenEnvGymError, match="closed"):
         envs.step(np.array([0, 0]))
+
+
+def test_step_async_then_wait_equals_step(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url)
+    reference = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        envs.reset(seed=3)
+        reference.reset(seed=3)
+        with pytest.raises(VectorUsageError, match="step_async"):
+            envs.step_wait()
+        for action in ([0, 1], [1, 1], [0, 0]):
+            envs.step_async(np.array(action))
+            with pytest.raises(VectorUsageError, match="twice"):
+                envs.step_async(np.array(action))
+            _assert_same_step(envs.step_wait(), reference.step(np.array(action)), 0)
+        envs.step_async(np.array([1, 0]))  # never collected: reset waits it out
+        obs, _ = envs.reset(seed=4)
+        assert data_equivalence(obs, reference.reset(seed=4)[0])
+    finally:
+        envs.close()
+        reference.close()
