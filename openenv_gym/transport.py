@@ -338,7 +338,10 @@ async def exchange_many(
             session = sessions[i]
             if results[i] is not None:
                 continue
-            await session._abort()
+            # Drop the connection at once: a closing handshake with a server that does not
+            # answer would add close_timeout per session to the batch's timeout.
+            session.closed = True
+            session._connection.transport.abort()
             results[i] = ReplyTimeoutError(
                 f"no reply from {session.url} within {timeout:g}s; the session was closed",
                 url=session.url,
