@@ -4,7 +4,12 @@ All N sessions live on the process's one background event loop
 (:func:`openenv_gym.transport.background_loop`). A ``step`` encodes the N actions, hands
 the whole batch to the loop thread in ONE hop, sends every frame before awaiting any
 reply (so the N round trips overlap), and writes the decoded observations into
-preallocated batch buffers. Sessions are spread round-robin over one or several servers.
+preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async` (send, return at
+once) followed by :meth:`~OpenEnvVectorEnv.step_wait` (collect), so a learner may compute
+while the servers step. Sessions are spread round-robin over one or several servers; before
+opening them the env checks that the servers can take them (``GET /capacity``, or
+``CAPACITY_REACHED`` while opening on official servers) and raises
+:class:`~openenv_gym.errors.InsufficientCapacityError` otherwise.
 
 Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`, exactly like
 :class:`~gymnasium.vector.SyncVectorEnv`:
