@@ -153,6 +153,13 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "(default: 1)",
     )
     group.add_argument(
+        "--unix-socket",
+        default=None,
+        metavar="PATH",
+        help="also serve sessions on this Unix socket (local clients skip TCP); with "
+        "--workers K, worker k listens on PATH.k; the READY line lists them",
+    )
+    group.add_argument(
         "--idle-timeout",
         type=_positive_float,
         default=None,
@@ -261,10 +268,12 @@ def _watch_stdin(on_eof: Callable[[], None]) -> None:
     threading.Thread(target=watch, name="openenv-gym-stdin-watch", daemon=True).start()
 
 
-def _print_ready(host: str, port: int) -> None:
+def _print_ready(host: str, port: int, unix_sockets: Sequence[str] = ()) -> None:
     from openenv_gym.server.app import format_url
 
-    info = {"host": host, "port": port, "url": format_url(host, port)}
+    info: dict[str, Any] = {"host": host, "port": port, "url": format_url(host, port)}
+    if unix_sockets:
+        info["unix_sockets"] = list(unix_sockets)
     sys.stdout.write(READY_PREFIX + json.dumps(info) + "\n")
     sys.stdout.flush()
 
@@ -282,7 +291,14 @@ def run_serve(args: argparse.Namespace) -> int:
     server = build(args)
     if args.exit_with_parent:
         _watch_stdin(server.request_stop)
-    server.run(args.host, args.port, on_ready=_print_ready)
+    unix_path = getattr(args, "unix_socket", None)
+    sockets = [unix_path] if unix_path else []
+    server.run(
+        args.host,
+        args.port,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
+        unix_path=unix_path,
+    )
     return EXIT_OK
 
 
@@ -300,14 +316,17 @@ def _run_serve_workers(
         signal.signal(sig, lambda *_: stop.set())
     if args.exit_with_parent:
         _watch_stdin(stop.set)
+    unix_path = getattr(args, "unix_socket", None)
+    sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
     run_workers(
         lambda: build(args),
         host=args.host,
         port=args.port,
         workers=args.workers,
         max_sessions=args.max_sessions,
-        on_ready=_print_ready,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
         stop=stop,
+        unix_paths=sockets or None,
     )
     return EXIT_OK
 

@@ -42,6 +42,7 @@ def make_gymnasium_env(
     env_kwargs: Mapping[str, Any] | None = None,
     startup_timeout: float = 60.0,
     workers: int | str | None = None,
+    unix_socket: bool = False,
     **kwargs: Any,
 ) -> OpenEnvEnv:
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
@@ -53,6 +54,8 @@ def make_gymnasium_env(
         startup_timeout: Seconds to wait for the embedded server.
         workers: Processes of the embedded server (``"auto"``: one per core); one when
             ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
+        unix_socket: The embedded server also serves on Unix sockets (a vector env's
+            sessions use them; see :class:`~openenv_gym.providers.LocalServerProcess`).
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
     if base_url is not None:
@@ -62,7 +65,9 @@ def make_gymnasium_env(
         serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
     if workers is not None:
         serve_args += ["--workers", str(workers)]
-    provider = LocalServerProcess(serve_args, startup_timeout=startup_timeout)
+    provider = LocalServerProcess(
+        serve_args, startup_timeout=startup_timeout, unix_socket=unix_socket
+    )
     return OpenEnvEnv(provider=provider, **kwargs)
 
 

@@ -31,7 +31,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -180,26 +180,35 @@ class Session:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] | None = None,
+        unix_path: str | None = None,
     ) -> Session:
         """Open a session at ``{base_url}/ws``.
+
+        With ``unix_path`` the connection goes to that Unix socket of the same server
+        (``openenv-gym serve --unix-socket``); ``base_url`` still names the session.
 
         Raises:
             ServerConnectionError: Nothing accepts connections there, or not in time.
             NotAnOpenEnvServerError: Something answered, but refused the WebSocket at ``/ws``.
         """
         url = _ws_url_or_raise(base_url)
+        options: dict[str, Any] = {
+            "compression": None,
+            "open_timeout": connect_timeout,
+            "max_size": max_message_size,
+            "additional_headers": dict(headers or {}),
+            "subprotocols": [Subprotocol(p) for p in subprotocols] if subprotocols else None,
+            "ping_interval": None,
+            "close_timeout": 2,
+        }
         try:
-            connection = await connect(
-                url,
-                compression=None,
-                open_timeout=connect_timeout,
-                max_size=max_message_size,
-                additional_headers=dict(headers or {}),
-                subprotocols=[Subprotocol(p) for p in subprotocols] if subprotocols else None,
-                proxy=None if is_loopback_url(url) else True,
-                ping_interval=None,
-                close_timeout=2,
-            )
+            if unix_path is not None:
+                connection = await unix_connect(unix_path, uri=url, **options)
+            else:
+                if is_loopback_url(url):
+                    connection = await connect(url, proxy=None, **options)
+                else:
+                    connection = await connect(url, proxy=True, **options)
         except InvalidStatus as exc:
             status = exc.response.status_code
             raise NotAnOpenEnvServerError(

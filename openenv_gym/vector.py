@@ -241,6 +241,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
         self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
 
+    def _unix_sockets(self, url: str) -> list[str]:
+        """The Unix sockets of a server this env started (empty for any other server)."""
+        provider = self._owned_providers.get(url)
+        return list(getattr(provider, "unix_sockets", None) or [])
+
     def _check_capacity(self, needed: Mapping[str, int], already: Mapping[str, int]) -> set[str]:
         """``GET /capacity`` of each URL; raise when a server reports too few free slots.
 
@@ -321,6 +326,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         """Open one session per URL; then a ``state`` round trip on them and on ``existing``
         shows which were refused (CAPACITY_REACHED). Outcomes: ``existing``, then new ones."""
         options = self._connect_options
+        sockets = {url: self._unix_sockets(url) for url in set(urls)}
         new: list[Session | BaseException] = list(
             await asyncio.gather(
                 *(
@@ -330,8 +336,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                         reply_timeout=options["reply_timeout"],
                         max_message_size=options["max_message_size"],
                         headers=options["headers"],
+                        # Spread over the server's worker sockets, round-robin.
+                        unix_path=sockets[url][k % len(sockets[url])] if sockets[url] else None,
                     )
-                    for url in urls
+                    for k, url in enumerate(urls)
                 ),
                 return_exceptions=True,
             )
@@ -839,8 +847,10 @@ def _make_template(
         kwargs["base_url"] = urls[0]
     if id is None:
         return OpenEnvEnv(**kwargs)
-    if urls is None and "workers" not in kwargs and _accepts_workers(id):
+    if urls is None and "workers" not in kwargs and _accepts(id, "workers"):
         kwargs["workers"] = "auto"  # the embedded server: one process per core
+    if urls is None and "unix_socket" not in kwargs and _accepts(id, "unix_socket"):
+        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
     env = gym.make(id, disable_env_checker=True, **kwargs)
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, OpenEnvEnv):
@@ -853,12 +863,12 @@ def _make_template(
     return unwrapped
 
 
-def _accepts_workers(id: str) -> bool:
-    """Whether the entry point of ``id`` takes ``workers`` (it starts a multi-process server)."""
+def _accepts(id: str, parameter: str) -> bool:
+    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
     try:
         entry_point = gym.spec(id).entry_point
         creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        return creator is not None and "workers" in inspect.signature(creator).parameters
+        return creator is not None and parameter in inspect.signature(creator).parameters
     except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
         return False
 

@@ -4,6 +4,8 @@ CartPole in every autoreset mode (the way gymnasium's own vector tests compare e
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,13 +142,23 @@ def test_make_vec_is_native(cartpole_url: str) -> None:
 
 @pytest.mark.slow
 def test_make_vec_embedded_server_is_stopped_on_close() -> None:
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=3)
     assert isinstance(envs, OpenEnvVectorEnv)
     url = envs.base_urls[0]
+    (server,) = envs.servers
+    sockets = server.unix_sockets  # type: ignore[attr-defined]
+    assert sockets
+    assert all(os.path.exists(path) for path in sockets)
+    # Sessions past the first go over the server's Unix sockets (no TCP stack per message).
+    families = [
+        envs._sessions[i]._connection.transport.get_extra_info("socket").family for i in (1, 2)
+    ]
+    assert families == [socket.AF_UNIX, socket.AF_UNIX]
     envs.reset(seed=0)
-    envs.step(np.array([1, 0]))
+    envs.step(np.array([1, 0, 1]))
     envs.close()
     assert not openenv_gym.transport.is_healthy(url, timeout=1.0)
+    assert not any(os.path.exists(path) for path in sockets)
 
 
 def test_sessions_spread_round_robin_over_servers() -> None:

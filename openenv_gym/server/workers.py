@@ -77,6 +77,7 @@ def _worker_main(
     port: int,
     ready: Any,
     parent_pid: int,
+    unix_path: str | None = None,
 ) -> None:
     try:
         server = build()
@@ -93,6 +94,7 @@ def _worker_main(
             port,
             on_ready=lambda _h, _p: ready.put(("ready", os.getpid(), "")),
             reuse_port=True,
+            unix_path=unix_path,
         )
     except BaseException as exc:
         ready.put(("error", os.getpid(), f"{type(exc).__name__}: {exc}"))
@@ -127,7 +129,7 @@ class WorkerGroup:
         self.port: int | None = None
         self.pids: list[int] = []
 
-    def start(self, host: str, port: int) -> int:
+    def start(self, host: str, port: int, unix_paths: list[str] | None = None) -> int:
         """Fork the workers and wait until all listen; return the port.
 
         Raises:
@@ -138,10 +140,11 @@ class WorkerGroup:
         self._reserved = _reserve_port(host, port)
         self.port = int(self._reserved.getsockname()[1])
         ready = self._context.Queue()
-        for _ in range(self.workers):
+        for k in range(self.workers):
+            unix_path = unix_paths[k] if unix_paths else None
             process = self._context.Process(
                 target=_worker_main,
-                args=(self._build, self.budget, host, self.port, ready, os.getpid()),
+                args=(self._build, self.budget, host, self.port, ready, os.getpid(), unix_path),
                 daemon=True,
             )
             process.start()
@@ -195,11 +198,15 @@ def run_workers(
     max_sessions: int,
     on_ready: Callable[[str, int], None],
     stop: threading.Event,
+    unix_paths: list[str] | None = None,
 ) -> None:
-    """Serve with ``workers`` processes until ``stop`` is set (or a worker dies)."""
+    """Serve with ``workers`` processes until ``stop`` is set (or a worker dies).
+
+    With ``unix_paths`` worker k also serves on ``unix_paths[k]``.
+    """
     group = WorkerGroup(build, workers=workers, max_sessions=max_sessions)
     try:
-        bound = group.start(host, port)
+        bound = group.start(host, port, unix_paths)
         on_ready(host, bound)
         group.wait(stop)
     finally:

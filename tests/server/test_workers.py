@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -111,3 +112,25 @@ def test_resolve_workers() -> None:
     assert resolve_workers("3") == 3
     with pytest.raises(ValueError, match="positive"):
         resolve_workers("0")
+
+
+def test_unix_sockets_one_per_worker(tmp_path: Any) -> None:
+    from openenv_gym.transport import Session, run_sync
+
+    base = str(tmp_path / "s")
+    args = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "2", "--unix-socket", base]
+    with LocalServerProcess(args) as server:
+        assert isinstance(server, LocalServerProcess)
+        assert server.unix_sockets == [f"{base}.0", f"{base}.1"]
+        assert server.base_url is not None
+        sessions = [
+            run_sync(Session.open(server.base_url, unix_path=path)) for path in server.unix_sockets
+        ]
+        try:
+            for session in sessions:
+                reply = run_sync(session.request({"type": "reset", "data": {"seed": 0}}))
+                assert reply.observation["observation"][0] == pytest.approx(0.0137, abs=1e-3)
+            assert httpx.get(server.base_url + "/capacity").json()["active_sessions"] == 2
+        finally:
+            for session in sessions:
+                run_sync(session.close())
