@@ -346,3 +346,20 @@ def test_dict_spaces_match_single_envs_stepped_in_turn() -> None:
         finally:
             ours.close()
             theirs.close()
+
+
+def test_max_episode_steps_truncates_on_the_client(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url, max_episode_steps=3)
+    try:
+        envs.reset(seed=0)
+        for _ in range(2):
+            _, _, terminations, truncations, _ = envs.step(np.array([0, 1]))
+            assert not truncations.any()
+        _, _, terminations, truncations, _ = envs.step(np.array([0, 1]))
+        assert truncations.tolist() == [True, True]
+        assert terminations.tolist() == [False, False]
+        _, rewards, _, truncations, _ = envs.step(np.array([0, 1]))  # NEXT_STEP: the reset
+        assert rewards.tolist() == [0.0, 0.0]
+        assert not truncations.any()
+    finally:
+        envs.close()
