@@ -1,8 +1,9 @@
 """Quick check: steps/s of OpenEnvVectorEnv vs gymnasium AsyncVectorEnv, CartPole-v1, N=8.
 
 Not a test and not the full benchmark (see ``benchmarks/run.py``): one short run of each,
-random actions, autoreset on. The embedded server runs in child processes, as AsyncVectorEnv's
-workers do, so both compete for the same cores. Numbers on a shared machine are noisy.
+random actions, autoreset on. The embedded server runs in child processes (one worker per
+core, sessions over Unix sockets), as AsyncVectorEnv's workers do, so both compete for the
+same cores. Numbers on a shared machine are noisy: run it a few times.
 
 Usage::
 

@@ -50,14 +50,18 @@ class ServerCapacity:
         return max(0, self.max_sessions - self.active_sessions)
 
 
-def fetch_capacity(base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> ServerCapacity:
+def fetch_capacity(
+    base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT, token: str | None = None
+) -> ServerCapacity:
     """``GET {base_url}/capacity``; an unknown capacity when the server has no such route.
+
+    ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
 
     Raises:
         ServerConnectionError: The server cannot be reached.
     """
     try:
-        body = get_json(base_url, CAPACITY_PATH, timeout=timeout)
+        body = get_json(base_url, CAPACITY_PATH, timeout=timeout, token=token)
     except NotAnOpenEnvServerError:  # an official server: 404
         return ServerCapacity(base_url, None, None)
     if not isinstance(body, dict):

@@ -99,6 +99,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    from openenv_gym.server.workers import resolve_workers
+
+    try:
+        return resolve_workers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -141,6 +150,22 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="concurrent WebSocket sessions; one more gets CAPACITY_REACHED "
         f"(default: {DEFAULT_MAX_SESSIONS})",
+    )
+    group.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="K",
+        help="server processes sharing the port (SO_REUSEPORT; sessions stay on the process "
+        "that accepted them; --max-sessions counts over all of them); 'auto': one per core "
+        "(default: 1)",
+    )
+    group.add_argument(
+        "--unix-socket",
+        default=None,
+        metavar="PATH",
+        help="also serve sessions on this Unix socket (local clients skip TCP); with "
+        "--workers K, worker k listens on PATH.k; the READY line lists them",
     )
     group.add_argument(
         "--idle-timeout",
@@ -266,10 +291,12 @@ def _watch_stdin(on_eof: Callable[[], None]) -> None:
     threading.Thread(target=watch, name="openenv-gym-stdin-watch", daemon=True).start()
 
 
-def _print_ready(host: str, port: int) -> None:
+def _print_ready(host: str, port: int, unix_sockets: Sequence[str] = ()) -> None:
     from openenv_gym.server.app import format_url
 
-    info = {"host": host, "port": port, "url": format_url(host, port)}
+    info: dict[str, Any] = {"host": host, "port": port, "url": format_url(host, port)}
+    if unix_sockets:
+        info["unix_sockets"] = list(unix_sockets)
     sys.stdout.write(READY_PREFIX + json.dumps(info) + "\n")
     sys.stdout.flush()
 
@@ -281,10 +308,49 @@ def run_serve(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format=f"{PROG} %(levelname)s %(name)s: %(message)s",
     )
-    server = SERVE_TARGETS[args.target].build(args)
+    build = SERVE_TARGETS[args.target].build
+    if getattr(args, "workers", 1) > 1:
+        return _run_serve_workers(args, build)
+    server = build(args)
     if args.exit_with_parent:
         _watch_stdin(server.request_stop)
-    server.run(args.host, args.port, on_ready=_print_ready)
+    unix_path = getattr(args, "unix_socket", None)
+    sockets = [unix_path] if unix_path else []
+    server.run(
+        args.host,
+        args.port,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
+        unix_path=unix_path,
+    )
+    return EXIT_OK
+
+
+def _run_serve_workers(
+    args: argparse.Namespace, build: Callable[[argparse.Namespace], OpenEnvServer]
+) -> int:
+    """``serve --workers K``: K processes on one port (see :mod:`openenv_gym.server.workers`)."""
+    import signal
+
+    from openenv_gym.server.workers import run_workers
+
+    build(args)  # once in the parent: bad arguments (an unknown env id) fail before forking
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.exit_with_parent:
+        _watch_stdin(stop.set)
+    unix_path = getattr(args, "unix_socket", None)
+    sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
+    run_workers(
+        lambda: build(args),
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        max_sessions=args.max_sessions,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
+        stop=stop,
+        unix_paths=sockets or None,
+    )
     return EXIT_OK
 
 

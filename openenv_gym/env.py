@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from openenv_gym.errors import (
     OpenEnvGymError,
+    RenderModeUnavailableError,
     SessionClosedError,
-    UnsupportedRenderModeError,
 )
 from openenv_gym.protocol import (
     METADATA_PATH,
@@ -172,7 +172,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self.observation_space = self._observation_codec.space
             self._image_path = _find_rgb_image(self.observation_space)
             if render_mode is not None and (render_mode != "rgb_array" or self._image_path is None):
-                raise UnsupportedRenderModeError(
+                raise RenderModeUnavailableError(
                     f"render_mode={render_mode!r} is not available here: expected None, or "
                     "'rgb_array' for an env whose observation holds a uint8 (H, W, 3) image; "
                     f"this env's observation space is {self.observation_space}"
@@ -184,6 +184,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 "reply_timeout": reply_timeout,
                 "max_message_size": max_message_size,
                 "headers": dict(headers or {}),
+                "token": self._token,
             }
             self._session = SyncSession.connect(
                 self.base_url,
@@ -339,7 +340,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     @property
     def connect_options(self) -> dict[str, Any]:
-        """The options the session was opened with (timeouts, message size, headers)."""
+        """The options the session was opened with (timeouts, message size, headers, token)."""
         return dict(self._connect_options)
 
     def detach(self) -> tuple[SyncSession, ServerProvider]:

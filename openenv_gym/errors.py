@@ -250,7 +250,20 @@ class SubEnvError(ServerConnectionError):
         self.index = index
 
 
-__all__ += ["InsufficientCapacityError", "SubEnvError", "VectorUsageError"]
+class RenderModeUnavailableError(UnsupportedRenderModeError, TypeError):
+    """The requested ``render_mode`` cannot be served; also a ``TypeError``.
+
+    Stable-Baselines3's ``make_vec_env`` first calls ``gym.make(id, render_mode="rgb_array")``
+    and retries without it on ``TypeError``, so envs without images still work there.
+    """
+
+
+__all__ += [
+    "InsufficientCapacityError",
+    "RenderModeUnavailableError",
+    "SubEnvError",
+    "VectorUsageError",
+]
 
 
 # --------------------------------------------------------------------------- docker, auth

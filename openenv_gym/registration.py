@@ -47,6 +47,8 @@ def make_gymnasium_env(
     image: str | None = None,
     token: str | None = None,
     docker_kwargs: Mapping[str, Any] | None = None,
+    workers: int | str | None = None,
+    unix_socket: bool = False,
     **kwargs: Any,
 ) -> OpenEnvEnv:
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
@@ -60,6 +62,10 @@ def make_gymnasium_env(
             ``openenv-gym/gymnasium:latest``) instead of a child process.
         token: The bearer token the server requires (an embedded server is started with it).
         docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
+        workers: Processes of the embedded server (``"auto"``: one per core); one when
+            ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
+        unix_socket: The embedded server also serves on Unix sockets (a vector env's
+            sessions use them; see :class:`~openenv_gym.providers.LocalServerProcess`).
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
     if base_url is not None:
@@ -67,12 +73,15 @@ def make_gymnasium_env(
     serve_args = ["gymnasium", "--env-id", env_id]
     if env_kwargs:
         serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
+    if workers is not None:
+        serve_args += ["--workers", str(workers)]
     provider = server_provider(
         serve_args,
         image=image,
         token=token,
         startup_timeout=startup_timeout,
         docker_kwargs=docker_kwargs,
+        unix_socket=unix_socket,
     )
     return OpenEnvEnv(provider=provider, token=token, **kwargs)
 
@@ -116,6 +125,7 @@ def register_vector_entry_points() -> None:
         _set_vector_entry_point(f"{NAMESPACE}/{gym_id}")
     _set_vector_entry_point(f"{NAMESPACE}/Gymnasium-v0")
     _set_vector_entry_point(f"{NAMESPACE}/Remote-v0")
+    _set_vector_entry_point(f"{NAMESPACE}/Atari-v0")
 
 
 def _set_vector_entry_point(env_id: str) -> None:

@@ -37,7 +37,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -239,10 +239,13 @@ class Session:
         subprotocols: Sequence[str] | None = None,
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
+        unix_path: str | None = None,
     ) -> Session:
         """Open a session at ``{base_url}/ws``.
 
         ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
+        With ``unix_path`` the connection goes to that Unix socket of the same server
+        (``openenv-gym serve --unix-socket``); ``base_url`` still names the session.
 
         Args:
             encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see the module docstring).
@@ -260,18 +263,22 @@ class Session:
         if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
             offered.insert(0, BINARY_SUBPROTOCOL)
         token = resolve_token(token)
+        options: dict[str, Any] = {
+            "compression": None,
+            "open_timeout": connect_timeout,
+            "max_size": max_message_size,
+            "additional_headers": {**auth_headers(token), **dict(headers or {})},
+            "subprotocols": [Subprotocol(p) for p in offered] if offered else None,
+            "ping_interval": None,
+            "close_timeout": 2,
+        }
         try:
-            connection = await connect(
-                url,
-                compression=None,
-                open_timeout=connect_timeout,
-                max_size=max_message_size,
-                additional_headers={**auth_headers(token), **dict(headers or {})},
-                subprotocols=[Subprotocol(p) for p in offered] if offered else None,
-                proxy=None if is_loopback_url(url) else True,
-                ping_interval=None,
-                close_timeout=2,
-            )
+            if unix_path is not None:
+                connection = await unix_connect(unix_path, uri=url, **options)
+            elif is_loopback_url(url):
+                connection = await connect(url, proxy=None, **options)
+            else:
+                connection = await connect(url, proxy=True, **options)
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -425,7 +432,10 @@ async def exchange_many(
             session = sessions[i]
             if results[i] is not None:
                 continue
-            await session._abort()
+            # Drop the connection at once: a closing handshake with a server that does not
+            # answer would add close_timeout per session to the batch's timeout.
+            session.closed = True
+            session._connection.transport.abort()
             results[i] = ReplyTimeoutError(
                 f"no reply from {session.url} within {timeout:g}s; the session was closed",
                 url=session.url,

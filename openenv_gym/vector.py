@@ -4,7 +4,12 @@ All N sessions live on the process's one background event loop
 (:func:`openenv_gym.transport.background_loop`). A ``step`` encodes the N actions, hands
 the whole batch to the loop thread in ONE hop, sends every frame before awaiting any
 reply (so the N round trips overlap), and writes the decoded observations into
-preallocated batch buffers. Sessions are spread round-robin over one or several servers.
+preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async` (send, return at
+once) followed by :meth:`~OpenEnvVectorEnv.step_wait` (collect), so a learner may compute
+while the servers step. Sessions are spread round-robin over one or several servers; before
+opening them the env checks that the servers can take them (``GET /capacity``, or
+``CAPACITY_REACHED`` while opening on official servers) and raises
+:class:`~openenv_gym.errors.InsufficientCapacityError` otherwise.
 
 Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`, exactly like
 :class:`~gymnasium.vector.SyncVectorEnv`:
@@ -38,7 +43,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import copy
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -46,9 +54,11 @@ from typing import Any, Final
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from openenv_gym.binary_frames import decode_frame, is_binary_frame
 from openenv_gym.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.env import OpenEnvEnv, reply_info
 from openenv_gym.errors import (
@@ -63,17 +73,26 @@ from openenv_gym.errors import (
 )
 from openenv_gym.protocol import (
     ObservationReply,
+    StateReply,
     encode_message,
     parse_server_message,
+    parse_server_object,
     reset_message,
     state_message,
     step_message,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.transport import Session, exchange_many, is_healthy, run_sync
+from openenv_gym.transport import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_ENCODING,
+    ENCODINGS,
+    Session,
+    background_loop,
+    exchange_many,
+    is_healthy,
+    run_sync,
+)
 
-#: The encodings this version speaks on the wire.
-ENCODINGS: Final = ("json",)
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
 RECONNECTED_KEY: Final = "reconnected"
 _STATE_FRAME: Final = encode_message(state_message())
@@ -91,7 +110,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         num_envs: The number of sub-environments (sessions).
         base_url: A server URL, or a list of them (sessions spread round-robin); ``None``
             starts an embedded server (needs ``id``).
-        encoding: The wire encoding; only ``"json"`` (plain OpenEnv) in this version.
+        encoding: ``"auto"`` (raw-byte observation arrays when the server supports the
+            ``openenv-gym.binary.v1`` subprotocol, plain OpenEnv JSON otherwise), ``"json"``
+            or ``"binary"`` (required: a server that refuses it raises
+            :class:`~openenv_gym.errors.BinaryEncodingRefusedError`).
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
         reconnect: Reopen a sub-env's session when its connection breaks (see module doc)
             instead of raising :class:`~openenv_gym.errors.SubEnvError`.
@@ -115,7 +137,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         num_envs: int = 1,
         *,
         base_url: str | Sequence[str] | None = None,
-        encoding: str = "json",
+        encoding: str = DEFAULT_ENCODING,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         reconnect: bool = False,
         max_episode_steps: int | None = None,
@@ -123,6 +145,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
+        self._pending: tuple[concurrent.futures.Future[list[Any]], np.ndarray | None] | None = None
         self._sessions: list[Session] = []
         self._owned_providers: dict[str, ServerProvider] = {}
         self.num_envs = _check_num_envs(num_envs)
@@ -152,6 +175,14 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
 
+        if urls is not None:  # before any session is open: nothing of ours is counted yet
+            needed: dict[str, int] = {}
+            for i in range(num_envs):
+                url = urls[i % len(urls)].rstrip("/")
+                needed[url] = needed.get(url, 0) + 1
+            timeout = env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+            self._connect_options = {"connect_timeout": timeout, "token": env_kwargs.get("token")}
+            self._check_capacity(needed, {})
         template = _make_template(id, urls, env_kwargs, encoding)
         session, provider = template.detach()
         first_url = template.base_url
@@ -172,7 +203,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._sessions = [session.session]
         self._closed = False
         try:
-            self._open_sessions(range(1, num_envs), check_capacity=True)
+            self._open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
         except BaseException:
             self.close()
             raise
@@ -216,63 +247,97 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
         self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
 
-    def _open_sessions(self, indices: Sequence[int], *, check_capacity: bool) -> None:
-        """Open sessions for ``indices`` (at ``self._urls[i]``), checking capacity first."""
-        if not indices:
-            return
-        needed: dict[str, int] = {}
-        for i in indices:
-            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
-        already = {url: self._urls[: min(indices)].count(url) for url in needed}
+    def _unix_sockets(self, url: str) -> list[str]:
+        """The Unix sockets of a server this env started (empty for any other server)."""
+        provider = self._owned_providers.get(url)
+        return list(getattr(provider, "unix_sockets", None) or [])
+
+    def _check_capacity(self, needed: Mapping[str, int], already: Mapping[str, int]) -> set[str]:
+        """``GET /capacity`` of each URL; raise when a server reports too few free slots.
+
+        ``already`` counts this env's sessions that are open there (and so not free).
+        Returns the URLs that reported their capacity.
+        """
         accepted: dict[str, int | None] = {}
         known: set[str] = set()
+        short = False
+        for url, count in needed.items():
+            capacity = fetch_capacity(
+                url,
+                timeout=self._connect_options["connect_timeout"],
+                token=self._connect_options.get("token"),
+            )
+            if capacity.free is not None:
+                known.add(url)
+                accepted[url] = capacity.free + already.get(url, 0)
+                short = short or capacity.free < count - already.get(url, 0)
+        if short:
+            raise insufficient_capacity_error(
+                requested=self.num_envs,
+                needed=needed,
+                accepted={url: accepted.get(url) for url in needed},
+                known=known,
+            )
+        return known
+
+    def _open_sessions(
+        self, indices: Sequence[int], *, check_capacity: bool, verify: Sequence[int] = ()
+    ) -> None:
+        """Open sessions for ``indices`` (at ``self._urls[i]``).
+
+        Args:
+            check_capacity: Ask ``GET /capacity`` first.
+            verify: Indices whose session is already open and not yet known to be accepted
+                (a server at capacity accepts the WebSocket, then refuses the session).
+        """
+        every = [*verify, *indices]
+        if not every:
+            return
+        needed: dict[str, int] = {}
+        for i in every:
+            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
+        known: set[str] = set()
         if check_capacity:
-            short = False
-            for url, count in needed.items():
-                capacity = fetch_capacity(url, timeout=self._connect_options["connect_timeout"])
-                if capacity.free is not None:
-                    known.add(url)
-                    accepted[url] = capacity.free + already[url]
-                    short = short or capacity.free < count
-            if short:
-                total = {url: count + already[url] for url, count in needed.items()}
-                raise insufficient_capacity_error(
-                    requested=self.num_envs,
-                    needed=total,
-                    accepted={url: accepted.get(url) for url in total},
-                    known=known,
-                )
-        opened = run_sync(self._open_all([self._urls[i] for i in indices]), self._call_timeout)
+            already: dict[str, int] = {}
+            for i in verify:
+                already[self._urls[i]] = already.get(self._urls[i], 0) + 1
+            known = self._check_capacity(needed, already)
+        opened = run_sync(
+            self._open_all([self._urls[i] for i in indices], [self._sessions[i] for i in verify]),
+            self._call_timeout,
+        )
         refused: dict[str, int] = {}
         first_error: BaseException | None = None
-        for i, outcome in zip(indices, opened, strict=True):
+        for i, outcome in zip(every, opened, strict=True):
             if isinstance(outcome, CapacityReachedError):
                 refused[self._urls[i]] = refused.get(self._urls[i], 0) + 1
             elif isinstance(outcome, BaseException):
                 first_error = first_error or outcome
-        good = [s for s in opened if isinstance(s, Session)]
         if refused or first_error is not None:
-            run_sync(_close_all(good), self._call_timeout)
+            run_sync(_close_all([s for s in opened if isinstance(s, Session)]), self._call_timeout)
             if first_error is not None:
                 raise first_error
-            total = {url: count + already[url] for url, count in needed.items()}
-            for url, count in needed.items():
-                if url not in known:
-                    accepted[url] = count - refused.get(url, 0) + already[url]
+            accepted: dict[str, int | None] = {
+                url: count - refused.get(url, 0) for url, count in needed.items()
+            }
             raise insufficient_capacity_error(
-                requested=self.num_envs, needed=total, accepted=accepted, known=known
+                requested=self.num_envs, needed=needed, accepted=accepted, known=known
             )
-        for i, outcome in zip(indices, opened, strict=True):
+        for i, outcome in zip(every, opened, strict=True):
             assert isinstance(outcome, Session)  # every failure raised above
             if i < len(self._sessions):
                 self._sessions[i] = outcome
             else:
                 self._sessions.append(outcome)
 
-    async def _open_all(self, urls: list[str]) -> list[Session | BaseException]:
-        """Open one session per URL; then a ``state`` round trip shows CAPACITY_REACHED."""
+    async def _open_all(
+        self, urls: list[str], existing: list[Session]
+    ) -> list[Session | BaseException]:
+        """Open one session per URL; then a ``state`` round trip on them and on ``existing``
+        shows which were refused (CAPACITY_REACHED). Outcomes: ``existing``, then new ones."""
         options = self._connect_options
-        outcomes: list[Session | BaseException] = list(
+        sockets = {url: self._unix_sockets(url) for url in set(urls)}
+        new: list[Session | BaseException] = list(
             await asyncio.gather(
                 *(
                     Session.open(
@@ -281,13 +346,17 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                         reply_timeout=options["reply_timeout"],
                         max_message_size=options["max_message_size"],
                         headers=options["headers"],
+                        token=options.get("token"),
                         encoding=self.encoding,
+                        # Spread over the server's worker sockets, round-robin.
+                        unix_path=sockets[url][k % len(sockets[url])] if sockets[url] else None,
                     )
-                    for url in urls
+                    for k, url in enumerate(urls)
                 ),
                 return_exceptions=True,
             )
         )
+        outcomes: list[Session | BaseException] = [*existing, *new]
         opened = [(k, s) for k, s in enumerate(outcomes) if isinstance(s, Session)]
         replies = await exchange_many(
             [s for _, s in opened], [_STATE_FRAME] * len(opened), self._reply_timeout
@@ -297,7 +366,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 outcomes[k] = raw
                 continue
             try:
-                parse_server_message(raw, url=session.url)
+                _parse_frame(raw, url=session.url)
             except CapacityReachedError as exc:
                 await session.close()
                 outcomes[k] = exc
@@ -331,8 +400,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         options = dict(options or {})
         mask = self._reset_mask(options.pop("reset_mask", None))
         indices = [i for i in range(self.num_envs) if mask is None or mask[i]]
-        data = {**self._reset_kwargs, **options}
-        frames = [encode_message(reset_message(seed=seeds[i], **data)) for i in indices]
+        return self.reset_each(indices, [seeds[i] for i in indices], [options] * len(indices))
+
+    def reset_each(
+        self,
+        indices: Sequence[int],
+        seeds: Sequence[int | None],
+        options: Sequence[Mapping[str, Any]],
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the sub-envs ``indices``, each with its own seed and options (one batch).
+
+        The other sub-envs keep their observation. Used by the SB3 adapter, whose
+        ``set_options`` gives every sub-env its own options.
+        """
+        self._check_open()
+        self._drain_pending()
+        indices = list(indices)
+        frames = [
+            encode_message(reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)}))
+            for seed, extra in zip(seeds, options, strict=True)
+        ]
         replies = self._exchange(indices, frames, retry_frames=frames)
         infos: dict[str, Any] = {}
         for i, reply in zip(indices, replies, strict=True):
@@ -351,14 +438,30 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action; see the module doc for autoreset.
 
+        Same as :meth:`step_async` then :meth:`step_wait`.
+
         Raises:
             ActionOutOfSpaceError: An action is outside the single action space (nothing
                 is sent); the message names the sub-env.
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Any) -> None:
+        """Send the N actions (one hop to the event loop) and return at once.
+
+        The learner may compute while the servers step; :meth:`step_wait` collects.
+
+        Raises:
+            ActionOutOfSpaceError: An action is outside the single action space (nothing sent).
+            VectorUsageError: A step is already pending, or ``DISABLED`` autoreset and a
+                sub-env that ended was not reset.
+        """
         self._check_open()
-        n = self.num_envs
+        if self._pending is not None:
+            raise VectorUsageError("step_async() was called twice; call step_wait() first")
         resetting = self._autoreset_envs
         if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
             ended = np.flatnonzero(resetting).tolist()
@@ -367,14 +470,31 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
         frames = self._step_frames(actions)
+        was_resetting: np.ndarray | None = None
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
             for i in np.flatnonzero(resetting).tolist():
                 frames[i] = self._plain_reset_frame
             was_resetting = resetting.copy()
-        else:
-            was_resetting = None
+        future = asyncio.run_coroutine_threadsafe(
+            exchange_many(self._sessions, frames, self._reply_timeout), background_loop()
+        )
+        self._pending = (future, was_resetting)
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the replies of :meth:`step_async`; returns what :meth:`step` returns.
+
+        Raises:
+            VectorUsageError: No step is pending.
+            SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
+        """
+        self._check_open()
+        if self._pending is None:
+            raise VectorUsageError("step_wait() was called without step_async(actions) first")
+        future, was_resetting = self._pending
+        self._pending = None
+        n = self.num_envs
         indices = list(range(n))
-        replies = self._exchange(indices, frames, retry_frames=None)
+        replies = self._exchange(indices, [], retry_frames=None, pending=future)
         infos: dict[str, Any] = {}
         final_infos: dict[int, dict[str, Any]] = {}
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
@@ -444,10 +564,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._finish_observations()
         return infos
 
+    def _drain_pending(self) -> None:
+        """Wait out a step_async() nobody collected, so replies pair with their requests."""
+        if self._pending is not None:
+            future, _ = self._pending
+            self._pending = None
+            with contextlib.suppress(Exception):
+                future.result(self._call_timeout)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
         if self._closed:
             return
+        self._drain_pending()
         self._closed = True
         try:
             run_sync(_close_all(self._sessions), 30.0)
@@ -458,6 +587,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     # ------------------------------------------------------------------ extras
 
     @property
+    def servers(self) -> list[ServerProvider]:
+        """The servers this env started (and stops on close), e.g. the embedded one."""
+        return list(self._owned_providers.values())
+
+    @property
     def base_urls(self) -> list[str]:
         """The server URL of each sub-env."""
         return list(self._urls)
@@ -465,6 +599,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
         self._check_open()
+        self._drain_pending()
         indices = list(range(self.num_envs))
         raws = run_sync(
             exchange_many(self._sessions, [_STATE_FRAME] * self.num_envs, self._reply_timeout),
@@ -475,7 +610,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             raw = raws[i]
             if isinstance(raw, OpenEnvGymError):
                 raise self._sub_env_error(i, raw) from raw
-            reply = parse_server_message(raw, url=self._sessions[i].url)
+            reply = _parse_frame(raw, url=self._sessions[i].url)
             states.append(getattr(reply, "state", None) or dict(getattr(reply, "observation", {})))
         return states
 
@@ -550,17 +685,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return frames
 
     def _exchange(
-        self, indices: list[int], frames: list[str], *, retry_frames: list[str] | None
+        self,
+        indices: list[int],
+        frames: list[str],
+        *,
+        retry_frames: list[str] | None,
+        pending: concurrent.futures.Future[list[Any]] | None = None,
     ) -> list[ObservationReply | None]:
         """One batch round trip for ``indices``; ``None`` marks a reconnected sub-env.
 
         With ``retry_frames`` (resets) the frame is sent again on the reopened session.
+        With ``pending`` the frames were already sent (:meth:`step_async`): collect only.
         """
         sessions = self._sessions
-        raws = run_sync(
-            exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
-            self._call_timeout,
-        )
+        if pending is None:
+            raws = run_sync(
+                exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
+                self._call_timeout,
+            )
+        else:
+            raws = pending.result(self._call_timeout)
         replies: list[ObservationReply | None] = []
         broken: list[int] = []
         for k, (i, raw) in enumerate(zip(indices, raws, strict=True)):
@@ -588,7 +732,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _parse(self, index: int, raw: str | bytes) -> ObservationReply:
         url = self._sessions[index].url
         try:
-            reply = parse_server_message(raw, url=url)
+            reply = _parse_frame(raw, url=url)
         except (ServerReplyError, ProtocolError) as exc:
             exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
             raise
@@ -637,7 +781,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         row = self._row_length
         if row is not None:
             value = reply.observation.get(self._observation_codec.key)  # type: ignore[arg-type]
-            if type(value) is list and len(value) == row:
+            if (type(value) is list or type(value) is np.ndarray) and len(value) == row:
                 try:
                     self._observations[index] = value
                     return
@@ -717,6 +861,10 @@ def _make_template(
         kwargs["base_url"] = urls[0]
     if id is None:
         return OpenEnvEnv(**kwargs)
+    if urls is None and "workers" not in kwargs and _accepts(id, "workers"):
+        kwargs["workers"] = "auto"  # the embedded server: one process per core
+    if urls is None and "unix_socket" not in kwargs and _accepts(id, "unix_socket"):
+        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
     env = gym.make(id, disable_env_checker=True, **kwargs)
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, OpenEnvEnv):
@@ -727,6 +875,16 @@ def _make_template(
         )
     # Wrappers of the single env do not apply: the vector env takes over the bare session.
     return unwrapped
+
+
+def _accepts(id: str, parameter: str) -> bool:
+    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
+    try:
+        entry_point = gym.spec(id).entry_point
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        return creator is not None and parameter in inspect.signature(creator).parameters
+    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
+        return False
 
 
 class VectorEntryPoint:
@@ -746,6 +904,13 @@ class VectorEntryPoint:
 
     def __repr__(self) -> str:
         return f"VectorEntryPoint({self.id!r})"
+
+
+def _parse_frame(raw: str | bytes, *, url: str) -> ObservationReply | StateReply:
+    """Parse one server frame: JSON text, or a binary observation frame of our servers."""
+    if isinstance(raw, bytes) and is_binary_frame(raw):
+        return parse_server_object(decode_frame(raw), f"<binary frame, {len(raw)} bytes>", url=url)
+    return parse_server_message(raw, url=url)
 
 
 __all__ = ["ENCODINGS", "RECONNECTED_KEY", "OpenEnvVectorEnv", "VectorEntryPoint"]

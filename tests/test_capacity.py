@@ -3,6 +3,7 @@ official server's one-session default, found by opening sessions. Real servers o
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -29,7 +30,8 @@ def two_small_servers() -> Iterator[tuple[ServerThread, ServerThread]]:
 
 def test_capacity_route_counts_sessions(two_small_servers: tuple[ServerThread, ...]) -> None:
     a, _ = two_small_servers
-    assert httpx.get(a.url + "/capacity").json() == {"max_sessions": 2, "active_sessions": 0}
+    body = httpx.get(a.url + "/capacity").json()
+    assert body == {"max_sessions": 2, "active_sessions": 0, "pid": os.getpid()}
     envs = OpenEnvVectorEnv(None, 2, base_url=a.url)
     try:
         capacity = fetch_capacity(a.url)
@@ -71,6 +73,16 @@ def test_too_few_slots_name_each_url(two_small_servers: tuple[ServerThread, ...]
         time.sleep(0.02)
     assert a.server.active_sessions == 0
     assert b.server.active_sessions == 0
+
+
+def test_one_session_on_a_full_server(two_small_servers: tuple[ServerThread, ...]) -> None:
+    a, _ = two_small_servers
+    holder = OpenEnvVectorEnv(None, 2, base_url=a.url)
+    try:
+        with pytest.raises(InsufficientCapacityError, match="needs 1, accepts 0"):
+            OpenEnvVectorEnv(None, 1, base_url=a.url)
+    finally:
+        holder.close()
 
 
 def test_sessions_held_by_others_count(two_small_servers: tuple[ServerThread, ...]) -> None:

@@ -4,6 +4,8 @@ CartPole in every autoreset mode (the way gymnasium's own vector tests compare e
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,12 +14,20 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from pydantic import Field
 
 import openenv_gym
 from openenv_gym import OpenEnvVectorEnv
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, VectorUsageError
-from openenv_gym.server import ServerThread
+from openenv_gym.server import (
+    Action,
+    Environment,
+    Observation,
+    OpenEnvServer,
+    ServerThread,
+    State,
+)
 
 SHORT_EPISODES = 12  # max_episode_steps on both sides: episodes end by truncation too
 
@@ -132,13 +142,23 @@ def test_make_vec_is_native(cartpole_url: str) -> None:
 
 @pytest.mark.slow
 def test_make_vec_embedded_server_is_stopped_on_close() -> None:
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=3)
     assert isinstance(envs, OpenEnvVectorEnv)
     url = envs.base_urls[0]
+    (server,) = envs.servers
+    sockets = server.unix_sockets  # type: ignore[attr-defined]
+    assert sockets
+    assert all(os.path.exists(path) for path in sockets)
+    # Sessions past the first go over the server's Unix sockets (no TCP stack per message).
+    families = [
+        envs._sessions[i]._connection.transport.get_extra_info("socket").family for i in (1, 2)
+    ]
+    assert families == [socket.AF_UNIX, socket.AF_UNIX]
     envs.reset(seed=0)
-    envs.step(np.array([1, 0]))
+    envs.step(np.array([1, 0, 1]))
     envs.close()
     assert not openenv_gym.transport.is_healthy(url, timeout=1.0)
+    assert not any(os.path.exists(path) for path in sockets)
 
 
 def test_sessions_spread_round_robin_over_servers() -> None:
@@ -229,3 +249,117 @@ def test_closed_env_refuses_calls(cartpole_url: str) -> None:
         envs.reset()
     with pytest.raises(OpenEnvGymError, match="closed"):
         envs.step(np.array([0, 0]))
+
+
+def test_step_async_then_wait_equals_step(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url)
+    reference = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        envs.reset(seed=3)
+        reference.reset(seed=3)
+        with pytest.raises(VectorUsageError, match="step_async"):
+            envs.step_wait()
+        for action in ([0, 1], [1, 1], [0, 0]):
+            envs.step_async(np.array(action))
+            with pytest.raises(VectorUsageError, match="twice"):
+                envs.step_async(np.array(action))
+            _assert_same_step(envs.step_wait(), reference.step(np.array(action)), 0)
+        envs.step_async(np.array([1, 0]))  # never collected: reset waits it out
+        obs, _ = envs.reset(seed=4)
+        assert data_equivalence(obs, reference.reset(seed=4)[0])
+    finally:
+        envs.close()
+        reference.close()
+
+
+# --------------------------------------------------------------------------- Dict spaces
+
+
+class MoveAction(Action):
+    dx: int = Field(ge=-1, le=1, description="step left, stay or right")
+    jump: bool = Field(description="jump this step")
+
+
+class MoveObservation(Observation):
+    position: int = Field(default=0, ge=-5, le=5)
+    velocity: list[float] = Field(default_factory=lambda: [0.0, 0.0], min_length=2, max_length=2)
+
+
+class MoveEnvironment(Environment[MoveAction, MoveObservation, State]):
+    """Walk on -5..5; the episode ends at either edge; info counts the jumps.
+
+    Deterministic (an unseeded reset starts at 0) so two clients can be compared."""
+
+    def __init__(self) -> None:
+        self._position, self._jumps = 0, 0
+        self._state = State(step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> MoveObservation:
+        self._position = 0 if seed is None else int(np.random.default_rng(seed).integers(-2, 3))
+        self._jumps = 0
+        self._state = State(episode_id=episode_id, step_count=0)
+        return MoveObservation(position=self._position)
+
+    def step(self, action: MoveAction) -> MoveObservation:
+        self._state.step_count += 1
+        self._position = max(-5, min(5, self._position + 2 * action.dx))
+        self._jumps += int(action.jump)
+        return MoveObservation(
+            position=self._position,
+            velocity=[float(action.dx), float(action.jump)],
+            reward=float(self._position),
+            done=abs(self._position) == 5,
+            metadata={"jumps": self._jumps},
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
+def test_dict_spaces_match_single_envs_stepped_in_turn() -> None:
+    server = OpenEnvServer(
+        MoveEnvironment, action_type=MoveAction, observation_type=MoveObservation
+    )
+    with ServerThread(server) as running:
+        n = 3
+        ours = OpenEnvVectorEnv(None, n, base_url=running.url, autoreset_mode="SameStep")
+        theirs = SyncVectorEnv(
+            [lambda: gym.make("openenv/Remote-v0", base_url=running.url)] * n,
+            autoreset_mode=AutoresetMode.SAME_STEP,
+        )
+        try:
+            assert isinstance(ours.single_observation_space, gym.spaces.Dict)
+            assert isinstance(ours.single_action_space, gym.spaces.Dict)
+            assert ours.observation_space == theirs.observation_space
+            _assert_same_step(ours.reset(seed=1), theirs.reset(seed=1), -1)
+            ours.action_space.seed(0)
+            ended = 0
+            for step in range(60):
+                actions = ours.action_space.sample()
+                result = ours.step(actions)
+                _assert_same_step(result, theirs.step(actions), step)
+                ended += int(result[2].sum())
+            assert ended > 0
+        finally:
+            ours.close()
+            theirs.close()
+
+
+def test_max_episode_steps_truncates_on_the_client(cartpole_url: str) -> None:
+    envs = OpenEnvVectorEnv(None, 2, base_url=cartpole_url, max_episode_steps=3)
+    try:
+        envs.reset(seed=0)
+        for _ in range(2):
+            _, _, terminations, truncations, _ = envs.step(np.array([0, 1]))
+            assert not truncations.any()
+        _, _, terminations, truncations, _ = envs.step(np.array([0, 1]))
+        assert truncations.tolist() == [True, True]
+        assert terminations.tolist() == [False, False]
+        _, rewards, _, truncations, _ = envs.step(np.array([0, 1]))  # NEXT_STEP: the reset
+        assert rewards.tolist() == [0.0, 0.0]
+        assert not truncations.any()
+    finally:
+        envs.close()

@@ -19,6 +19,7 @@ def server_provider(
     token: str | None = None,
     startup_timeout: float = 60.0,
     docker_kwargs: Mapping[str, Any] | None = None,
+    unix_socket: bool = False,
 ) -> ServerProvider:
     """``openenv-gym serve <serve_args>`` in a child process, or in ``image`` when given.
 
@@ -29,6 +30,8 @@ def server_provider(
         token: A bearer token the server will require.
         startup_timeout: Seconds to wait for the server.
         docker_kwargs: More :class:`DockerProvider` arguments (``run_kwargs``, ``pull``, ...).
+        unix_socket: A child-process server also serves on Unix sockets (see
+            :class:`LocalServerProcess`); ignored for a container, which is reached over TCP.
 
     Example:
         >>> server_provider(["gymnasium", "--env-id", "CartPole-v1"], image="openenv-gym/gymnasium")
@@ -36,7 +39,9 @@ def server_provider(
     """
     if image is None:
         env = {TOKEN_ENV_VAR: token} if token is not None else None
-        return LocalServerProcess(serve_args, startup_timeout=startup_timeout, env=env)
+        return LocalServerProcess(
+            serve_args, startup_timeout=startup_timeout, env=env, unix_socket=unix_socket
+        )
     return DockerProvider.serving(
         image, serve_args, token=token, startup_timeout=startup_timeout, **dict(docker_kwargs or {})
     )

@@ -20,12 +20,15 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
@@ -66,6 +69,8 @@ class LocalServerProcess(ServerProvider):
             ``--host``, ``--port`` and ``--exit-with-parent`` are added by the provider.
         startup_timeout: Seconds to wait for the server to be ready.
         env: Extra environment variables for the child.
+        unix_socket: Also serve on Unix sockets in the temp directory (see
+            :attr:`unix_sockets`); local clients then skip the TCP stack.
     """
 
     def __init__(
@@ -74,8 +79,11 @@ class LocalServerProcess(ServerProvider):
         *,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         env: Mapping[str, str] | None = None,
+        unix_socket: bool = False,
     ) -> None:
         self.serve_args = list(serve_args)
+        self._unix_socket = unix_socket
+        self._unix_base: str | None = None
         self.startup_timeout = startup_timeout
         self._env = dict(env or {})
         self._process: subprocess.Popen[str] | None = None
@@ -88,6 +96,13 @@ class LocalServerProcess(ServerProvider):
     @property
     def base_url(self) -> str | None:
         return self._base_url
+
+    @property
+    def unix_sockets(self) -> list[str]:
+        """The Unix socket paths the running server listens on (one per worker), or ``[]``."""
+        if self._base_url is None:
+            return []
+        return [str(p) for p in self._ready_info.get("unix_sockets", [])]
 
     @property
     def pid(self) -> int | None:
@@ -108,6 +123,7 @@ class LocalServerProcess(ServerProvider):
             "--port",
             "0",
             "--exit-with-parent",
+            *(["--unix-socket", self._unix_base] if self._unix_base else []),
         ]
 
     def log_tail(self, lines: int = 40) -> str:
@@ -124,6 +140,11 @@ class LocalServerProcess(ServerProvider):
         if self._base_url is not None:
             return self._base_url
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
+        # A provider may be started again after stop() (a reconnecting vector env does).
+        self._ready = threading.Event()
+        self._ready_info = {}
+        if self._unix_socket:  # short: socket paths are limited to ~100 bytes
+            self._unix_base = os.path.join(tempfile.gettempdir(), f"oeg-{uuid.uuid4().hex[:12]}")
         process = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE,
@@ -192,9 +213,13 @@ class LocalServerProcess(ServerProvider):
 
     def stop(self) -> None:
         """Terminate the server process. Idempotent."""
+        sockets = self.unix_sockets
         if self._finalizer is not None:
             self._finalizer()  # runs _terminate once, then detaches
         self._base_url = None
+        for path in sockets:  # a killed server leaves its socket files behind
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def __repr__(self) -> str:
         state = self._base_url or "not started"

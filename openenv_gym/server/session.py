@@ -61,6 +61,7 @@ from openenv_gym.protocol import (
     parse_client_message,
     state_reply_message,
 )
+from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
 from openenv_gym.server.environment import Environment
 from openenv_gym.wsframes import CoalescingSender
 
@@ -170,6 +171,8 @@ class SessionManager:
         self.env_factory = env_factory
         self.action_type = action_type
         self.max_sessions = max_sessions
+        #: Counts sessions; a multi-worker server swaps in a SharedSessionBudget.
+        self.budget: SessionBudget = LocalSessionBudget(max_sessions)
         self.idle_timeout = idle_timeout
         self.max_message_size = max_message_size
         self._sessions: set[_Session] = set()
@@ -225,19 +228,26 @@ class SessionManager:
 
     async def handle(self, websocket: ServerConnection) -> None:
         """The websockets connection handler: one session from open to close."""
-        if len(self._sessions) >= self.max_sessions:
-            active = len(self._sessions)
+        budget = self.budget
+        if not budget.try_acquire():
+            active = budget.active
             await self._send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.CAPACITY_REACHED,
-                    f"Server at capacity: {active}/{self.max_sessions} sessions active. "
+                    f"Server at capacity: {active}/{budget.limit} sessions active. "
                     "Cannot accept new connections.",
                     active_sessions=active,
-                    max_sessions=self.max_sessions,
+                    max_sessions=budget.limit,
                 ),
             )
             return
+        try:
+            await self._handle_acquired(websocket)
+        finally:
+            budget.release()
+
+    async def _handle_acquired(self, websocket: ServerConnection) -> None:
         try:
             env = self.env_factory()
         except Exception as exc:

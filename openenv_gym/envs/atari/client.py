@@ -182,6 +182,8 @@ def make_atari_env(
     image: str | None = None,
     token: str | None = None,
     docker_kwargs: Mapping[str, Any] | None = None,
+    workers: int | str | None = None,
+    unix_socket: bool = False,
     **kwargs: Any,
 ) -> AtariOpenEnvEnv:
     """The ``openenv/Atari-v0`` entry point: a server at ``base_url``, or an embedded one.
@@ -196,6 +198,10 @@ def make_atari_env(
             ``openenv-gym/atari:latest``) instead of a child process.
         token: The bearer token the server requires (an embedded server is started with it).
         docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
+        workers: Processes of the embedded server (``"auto"``: one per core); one when
+            ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
+        unix_socket: The embedded server also serves on Unix sockets (a vector env's
+            sessions use them).
         **kwargs: :class:`AtariOpenEnvEnv` / :class:`~openenv_gym.env.OpenEnvEnv` options.
 
     Raises:
@@ -229,12 +235,15 @@ def make_atari_env(
         serve_args += ["--mode", str(int(mode))]
     if difficulty is not None:
         serve_args += ["--difficulty", str(int(difficulty))]
+    if workers is not None:
+        serve_args += ["--workers", str(workers)]
     provider = server_provider(
         serve_args,
         image=image,
         token=token,
         startup_timeout=startup_timeout,
         docker_kwargs=docker_kwargs,
+        unix_socket=unix_socket,
     )
     return AtariOpenEnvEnv(provider=provider, token=token, encoding=encoding, **settings, **kwargs)
 
