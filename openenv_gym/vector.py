@@ -119,6 +119,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             instead of raising :class:`~openenv_gym.errors.SubEnvError`.
         max_episode_steps: Truncate episodes after this many steps (client-side TimeLimit).
         copy: Return a copy of the observation buffer (``True``) or the buffer itself.
+        sessions_per_server: With no ``base_url``, start one embedded server (child process,
+            or container with ``image=``) per this many sessions instead of one for all:
+            ``num_envs=16, sessions_per_server=4`` runs 4 servers. ``None``: one server.
         **env_kwargs: Passed to ``gymnasium.make(id, ...)`` or to
             :class:`~openenv_gym.env.OpenEnvEnv` (timeouts, field spaces, reset_kwargs, ...).
 
@@ -142,6 +145,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         reconnect: bool = False,
         max_episode_steps: int | None = None,
         copy: bool = True,
+        sessions_per_server: int | None = None,
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
@@ -150,6 +154,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._owned_providers: dict[str, ServerProvider] = {}
         self.num_envs = _check_num_envs(num_envs)
         urls = _check_base_urls(base_url)
+        per_server = _check_sessions_per_server(sessions_per_server, urls, self.num_envs)
         if urls is None and id is None:
             raise VectorUsageError(
                 "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
@@ -192,6 +197,14 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
         ]
         self._urls[0] = first_url
+        if per_server < num_envs:
+            try:
+                self._start_more_servers(id, env_kwargs, encoding, per_server)
+            except BaseException:
+                session.close()
+                for started in self._owned_providers.values():
+                    started.stop()
+                raise
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
@@ -246,6 +259,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._truncated_key = key
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
         self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
+
+    def _start_more_servers(
+        self, id: str | None, env_kwargs: Mapping[str, Any], encoding: str, per_server: int
+    ) -> None:
+        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``."""
+        for first in range(per_server, self.num_envs, per_server):
+            extra = _make_template(id, None, env_kwargs, encoding)
+            extra_session, extra_provider = extra.detach()
+            extra_session.close()  # the sessions are opened with the others below
+            url = extra.base_url
+            self._owned_providers[url] = extra_provider
+            for i in range(first, min(first + per_server, self.num_envs)):
+                self._urls[i] = url
 
     def _unix_sockets(self, url: str) -> list[str]:
         """The Unix sockets of a server this env started (empty for any other server)."""
@@ -829,6 +855,28 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
 
 async def _close_all(sessions: Sequence[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+def _check_sessions_per_server(
+    sessions_per_server: Any, urls: list[str] | None, num_envs: int
+) -> int:
+    """How many sessions go to each embedded server (``num_envs`` for one server)."""
+    if sessions_per_server is None:
+        return num_envs
+    if urls is not None:
+        raise VectorUsageError(
+            "sessions_per_server starts embedded servers, but base_url names running ones; "
+            "pass one or the other"
+        )
+    if isinstance(sessions_per_server, bool) or not isinstance(sessions_per_server, int):
+        raise VectorUsageError(
+            f"expected sessions_per_server to be a positive int, got {sessions_per_server!r}"
+        )
+    if sessions_per_server < 1:
+        raise VectorUsageError(
+            f"expected sessions_per_server to be a positive int, got {sessions_per_server}"
+        )
+    return min(sessions_per_server, num_envs)
 
 
 def _check_num_envs(num_envs: Any) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -62,3 +64,34 @@ def test_vector_cartpole_encodings_match_raw_gymnasium(encoding: str) -> None:
 def test_unknown_vector_encoding_is_a_usage_error() -> None:
     with pytest.raises(openenv_gym.errors.VectorUsageError, match="encoding"):
         OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=2, encoding="msgpack")
+
+
+def test_sessions_per_server_starts_one_embedded_server_per_group() -> None:
+    venv = OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=5, sessions_per_server=2)
+    try:
+        servers = venv.servers
+        assert len(servers) == 3
+        pids = {server.pid for server in servers}  # type: ignore[attr-defined]
+        assert len(pids) == 3
+        assert len(set(venv.base_urls)) == 3
+        venv.reset(seed=0)
+        _, rewards, *_ = venv.step(np.zeros(5, dtype=np.int64))
+        np.testing.assert_array_equal(rewards, np.ones(5))
+    finally:
+        venv.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"sessions_per_server": 0}, "positive int"),
+        ({"sessions_per_server": "2"}, "positive int"),
+        ({"sessions_per_server": 2, "base_url": "http://127.0.0.1:9"}, "one or the other"),
+    ],
+)
+def test_bad_sessions_per_server_is_a_usage_error(kwargs: dict, match: str) -> None:
+    with pytest.raises(openenv_gym.errors.VectorUsageError, match=match):
+        OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=4, **kwargs)

@@ -72,3 +72,24 @@ def test_chess_id_in_a_container_with_a_token(docker_engine: Any) -> None:
             gym.make("openenv/Chess-v0", base_url=env.unwrapped.base_url, token="wrong")  # type: ignore[attr-defined]
     finally:
         env.close()
+
+
+@pytest.mark.slow
+def test_vector_env_runs_one_container_per_group_of_sessions(docker_engine: Any) -> None:
+    from openenv_gym.providers.docker import LABEL
+    from openenv_gym.vector import OpenEnvVectorEnv
+
+    tag = image(docker_engine, "gymnasium")
+    venv = OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=4, image=tag, sessions_per_server=2)
+    try:
+        ids = {server.container_id for server in venv.servers}  # type: ignore[attr-defined]
+        assert len(ids) == 2
+        running = {c.id for c in docker_engine.containers.list(filters={"label": LABEL})}
+        assert ids <= running
+        obs, _ = venv.reset(seed=1)
+        assert obs.shape == (4, 4)
+        venv.step(np.ones(4, dtype=np.int64))
+    finally:
+        venv.close()
+    left = {c.id for c in docker_engine.containers.list(all=True, filters={"label": LABEL})}
+    assert not ids & left
