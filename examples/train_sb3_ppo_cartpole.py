@@ -38,17 +38,18 @@ def linear_schedule(initial: float) -> Callable[[float], float]:
 
 def make_remote_vec_env(n_envs: int, base_url: str, seed: int) -> tuple[VecEnv, str]:
     """Our native VecEnv when available, else SB3's DummyVecEnv over single remote envs."""
-    # SB3's make_vec_env asks for render_mode="rgb_array" unless told; CartPole has no image.
-    kwargs: dict[str, Any] = {"base_url": base_url, "render_mode": None}
     try:
         from openenv_gym.sb3 import make_vec_env as native_make_vec_env  # type: ignore
     except ImportError:
         from stable_baselines3.common.env_util import make_vec_env
 
+        # SB3's make_vec_env asks for render_mode="rgb_array" unless told; CartPole has no image.
+        kwargs: dict[str, Any] = {"base_url": base_url, "render_mode": None}
         env = make_vec_env("openenv/CartPole-v1", n_envs=n_envs, seed=seed, env_kwargs=kwargs)
         return env, "stable_baselines3 make_vec_env (DummyVecEnv of OpenEnvEnv)"
-    env = native_make_vec_env("openenv/CartPole-v1", n_envs, env_kwargs=kwargs)
-    env.seed(seed)
+    env = native_make_vec_env(
+        "openenv/CartPole-v1", n_envs, seed=seed, env_kwargs={"base_url": base_url}
+    )
     return env, "openenv_gym.sb3.make_vec_env (native VecEnv)"
 
 

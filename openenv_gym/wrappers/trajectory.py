@@ -781,8 +781,8 @@ def push_to_hub(
         raise HubPushError(
             "pushing needs huggingface_hub: pip install 'openenv-gym[datasets]'"
         ) from exc
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-    if offline or constants.HF_HUB_OFFLINE:
+    # The live environment decides (huggingface_hub reads HF_HUB_OFFLINE once, at import).
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         raise HubPushError(
             f"cannot push {repo_id!r}: HF_HUB_OFFLINE is set; unset it on a machine with "
             f"network access, or copy {str(directory)!r} there and push from it"
