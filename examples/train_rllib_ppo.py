@@ -1,9 +1,11 @@
 """RLlib PPO (new API stack) on remote CartPole-v1 served over OpenEnv.
 
-The env is registered with ``tune.register_env`` as a factory calling
-``gym.make("openenv/CartPole-v1", base_url=...)``; RLlib's env runner vectorizes it (one
-WebSocket session per sub-env). One ``openenv-gym serve gymnasium`` child process serves all
-sessions unless ``--base-url`` names a running server.
+The env is handed to RLlib with :func:`openenv_gym.rllib.openenv_config`: the
+``openenv_gym:openenv/CartPole-v1`` id form plus ``gym_env_vectorize_mode="vector_entry_point"``,
+so the env runner steps its sessions natively (one :class:`~openenv_gym.OpenEnvVectorEnv`,
+one batched round trip per step). One ``openenv-gym serve gymnasium`` child process serves all
+sessions unless ``--base-url`` names a running server. (``openenv_gym.rllib.register_env``
+is the ``tune.register_env`` way to do the same.)
 
     python examples/train_rllib_ppo.py            # until mean return >= 450 (or 60 iterations)
     python examples/train_rllib_ppo.py --quick    # one small iteration, smoke test
@@ -14,21 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
-
-import gymnasium as gym
 
 import openenv_gym
 from openenv_gym.providers.local import LocalServerProcess
 
-ENV_NAME = "openenv-cartpole"
-
-
-def make_env(config: dict[str, Any]) -> gym.Env[Any, Any]:
-    """The RLlib env creator: a remote CartPole session at ``config['base_url']``."""
-    import openenv_gym  # noqa: F401  (registers the ids in RLlib worker processes too)
-
-    return gym.make("openenv/CartPole-v1", base_url=config["base_url"])
+ENV_ID = "openenv/CartPole-v1"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     import ray
-    from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
+
+    from openenv_gym.rllib import openenv_config
 
     server: LocalServerProcess | None = None
     base_url = args.base_url
@@ -55,11 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"openenv-gym {openenv_gym.__version__}: RLlib PPO on remote CartPole at {base_url}")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        tune.register_env(ENV_NAME, make_env)
         batch = 512 if args.quick else 4000
         config = (
-            PPOConfig()
-            .environment(ENV_NAME, env_config={"base_url": base_url})
+            openenv_config(PPOConfig(), ENV_ID, env_config={"base_url": base_url})
             .env_runners(num_env_runners=0, num_envs_per_env_runner=args.envs_per_runner)
             .training(
                 lr=3e-4,
