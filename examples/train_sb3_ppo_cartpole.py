@@ -2,8 +2,9 @@
 
 One ``openenv-gym serve gymnasium --env-id CartPole-v1`` child process serves every training
 env (one WebSocket session each). The vector env is our native SB3 ``VecEnv``
-(``openenv_gym.sb3.make_vec_env``) when installed, else Stable-Baselines3's own
-``make_vec_env`` over ``gym.make("openenv/CartPole-v1", base_url=...)``. The hyperparameters
+(``openenv_gym.sb3.make_vec_env``: one batched round trip per step); ``--dummy-vec-env``
+uses Stable-Baselines3's own ``make_vec_env`` (a ``DummyVecEnv`` of single remote envs,
+one round trip per env) for comparison. The hyperparameters
 are RL-Zoo's for CartPole-v1 (``rl-baselines3-zoo/hyperparams/ppo.yml``).
 
     python examples/train_sb3_ppo_cartpole.py            # remote, 100k steps, asserts >= 475
@@ -36,11 +37,13 @@ def linear_schedule(initial: float) -> Callable[[float], float]:
     return lambda progress_remaining: progress_remaining * initial
 
 
-def make_remote_vec_env(n_envs: int, base_url: str, seed: int) -> tuple[VecEnv, str]:
-    """Our native VecEnv when available, else SB3's DummyVecEnv over single remote envs."""
-    try:
-        from openenv_gym.sb3 import make_vec_env as native_make_vec_env  # type: ignore
-    except ImportError:
+def make_remote_vec_env(
+    n_envs: int, base_url: str, seed: int, *, dummy: bool = False
+) -> tuple[VecEnv, str]:
+    """Our native VecEnv, or (``dummy``) SB3's DummyVecEnv over single remote envs."""
+    from openenv_gym.sb3 import make_vec_env as native_make_vec_env
+
+    if dummy:
         from stable_baselines3.common.env_util import make_vec_env
 
         # SB3's make_vec_env asks for render_mode="rgb_array" unless told; CartPole has no image.
@@ -60,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default=None, help="a running server (else one is started)")
     parser.add_argument("--timesteps", type=int, default=None, help="default 100000 (quick: 2048)")
     parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument(
+        "--dummy-vec-env", action="store_true", help="SB3's DummyVecEnv of single remote envs"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-episodes", type=int, default=None, help="default 20 (quick: 2)")
     parser.add_argument("--target", type=float, default=475.0, help="mean return to reach")
@@ -79,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         if base_url is None:
             server = LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"])
             base_url = server.start()
-        train_env, how = make_remote_vec_env(args.n_envs, base_url, args.seed)
+        train_env, how = make_remote_vec_env(
+            args.n_envs, base_url, args.seed, dummy=args.dummy_vec_env
+        )
         eval_env = Monitor(gym.make("openenv/CartPole-v1", base_url=base_url))
     print(f"openenv-gym {openenv_gym.__version__}: PPO on {how}, {timesteps} steps")
     try:
