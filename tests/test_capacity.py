@@ -4,8 +4,6 @@ official server's one-session default, found by opening sessions. Real servers o
 from __future__ import annotations
 
 import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -17,6 +15,7 @@ from openenv_gym.capacity import fetch_capacity
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import InsufficientCapacityError
 from openenv_gym.server import ServerThread
+from tests.official_peer import serve_official_app
 
 
 @pytest.fixture
@@ -102,7 +101,6 @@ def test_sessions_held_by_others_count(two_small_servers: tuple[ServerThread, ..
 def official_url() -> Iterator[str]:
     """The official openenv FastAPI server (0.10.0) with its default of ONE session."""
     pytest.importorskip("openenv")
-    import uvicorn
     from openenv.core.env_server import create_fastapi_app
 
     from tests.test_official_server_compat import (
@@ -112,20 +110,8 @@ def official_url() -> Iterator[str]:
     )
 
     app = create_fastapi_app(GuessEnvironment, GuessAction, GuessObservation)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the official server did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serve_official_app(app, ws="websockets") as url:
+        yield url
 
 
 def test_official_server_has_no_capacity_route(official_url: str) -> None:

@@ -5,16 +5,12 @@ The other direction (the official client against our server) lives in tests/serv
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 import pytest
-import uvicorn
 from gymnasium import spaces
 from openenv.core.env_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
@@ -23,6 +19,7 @@ from pydantic import Field
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import CapacityReachedError
+from tests.official_peer import serve_official_app
 
 
 class GuessAction(Action):
@@ -75,20 +72,8 @@ class GuessEnvironment(Environment):
 def official_url() -> Iterator[str]:
     """The official FastAPI server with its default of ONE concurrent session."""
     app = create_fastapi_app(GuessEnvironment, GuessAction, GuessObservation)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the official server did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serve_official_app(app, ws="websockets") as url:
+        yield url
 
 
 def play(env: gym.Env[Any, Any], seed: int) -> list[tuple[Any, ...]]:

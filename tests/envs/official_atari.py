@@ -6,8 +6,6 @@ in metadata). A test peer for tests and benchmarks; it needs ``openenv`` and ``a
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,6 +16,8 @@ from ale_py.env import AtariEnv
 from openenv.core.env_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
+
+from tests.official_peer import serve_official_app
 
 
 class OfficialAtariAction(Action):
@@ -87,28 +87,11 @@ class OfficialStyleAtariEnvironment(Environment):
 @contextmanager
 def official_atari_server(port: int = 0) -> Iterator[str]:
     """Run the official-style Pong server on 127.0.0.1 (``port=0``: a free one); yield its URL."""
-    import uvicorn
-
     app = create_fastapi_app(
         OfficialStyleAtariEnvironment, OfficialAtariAction, OfficialAtariObservation
     )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", port))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets-sansio"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not server.started:
-        raise RuntimeError("the official-style Atari server did not start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with serve_official_app(app, port) as url:
+        yield url
 
 
 def main() -> None:

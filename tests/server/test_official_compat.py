@@ -9,9 +9,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +16,6 @@ import gymnasium as gym
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from openenv.core import GenericEnvClient
 from openenv.core.env_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment as OfficialEnvironment
@@ -31,6 +27,7 @@ from websockets.sync.client import connect
 
 from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import OpenEnvServer, ServerThread
+from tests.official_peer import serve_official_app
 
 # --------------------------------------------------------------------------- official client
 
@@ -133,20 +130,8 @@ class GuessEnvironment(OfficialEnvironment):
 @pytest.fixture(scope="module")
 def official_url() -> Iterator[str]:
     app = create_fastapi_app(GuessEnvironment, GuessAction, GuessObservation)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets-sansio"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the official server did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serve_official_app(app) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
