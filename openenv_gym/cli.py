@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from openenv_gym.commands.argument_types import port_number, positive_int, positive_seconds
 from openenv_gym.commands.bench import add_bench_command
 from openenv_gym.commands.record import add_record_command
 from openenv_gym.envs.atari import cli as atari_cli
@@ -67,36 +68,6 @@ class UsageError(Exception):
 
 
 # --------------------------------------------------------------------------- serve
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _workers(text: str) -> int:
@@ -138,14 +109,14 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--port",
-        type=_port,
+        type=port_number,
         default=DEFAULT_PORT,
         help="port to bind; 0 picks a free port, named in the READY line "
         f"(default: {DEFAULT_PORT})",
     )
     group.add_argument(
         "--max-sessions",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_MAX_SESSIONS,
         metavar="N",
         help="concurrent WebSocket sessions; one more gets CAPACITY_REACHED "
@@ -169,14 +140,14 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--idle-timeout",
-        type=_positive_float,
+        type=positive_seconds,
         default=None,
         metavar="S",
         help="close sessions without a message for S seconds (default: never)",
     )
     group.add_argument(
         "--max-message-size",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_MAX_MESSAGE_SIZE,
         metavar="BYTES",
         help="largest client message processed; larger ones get a VALIDATION_ERROR reply, "

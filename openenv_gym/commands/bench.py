@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from openenv_gym.commands.argument_types import positive_int, positive_seconds
 from openenv_gym.errors import BenchmarkSuiteNotFoundError
 
 _MARKER: Final = "openenv-gym"
@@ -88,26 +89,6 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the suite's options to ``parser``."""
     parser.add_argument(
@@ -127,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seconds",
-        type=_positive_float,
+        type=positive_seconds,
         default=None,
         metavar="S",
         help=f"timed window per cell (default: {DEFAULT_SECONDS:g}; with --quick: "
@@ -135,7 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--warmup",
-        type=_positive_float,
+        type=positive_seconds,
         default=None,
         metavar="S",
         help=f"untimed warm-up per cell (default: a sixth of --seconds, at most {MAX_WARMUP:g})",
@@ -155,14 +136,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--servers",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="S",
         help="our server processes per env; sessions are spread over them (default: 1)",
     )
     parser.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="--workers for each `openenv-gym serve` process, where the server supports it "

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 
 from gymnasium import spaces
 
+from openenv_gym.commands.argument_types import positive_int
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -219,16 +220,6 @@ class Checker:
         out.flush()
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``check`` options."""
     parser.add_argument("url", metavar="URL", help="the server, e.g. http://127.0.0.1:8000")
@@ -239,7 +230,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-steps",
-        type=_positive_int,
+        type=positive_int,
         default=1000,
         metavar="N",
         help="longest episode to play (default: 1000)",

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from openenv_gym.commands.argument_types import positive_int
+
 DEFAULT_ENV_ID = "openenv/CartPole-v1"
 REMOTE_ENV_ID = "openenv/Remote-v0"
 
@@ -60,7 +62,7 @@ def add_record_command(commands: Any) -> None:
         metavar="JSON",
         help="gym.make keyword arguments as a JSON object",
     )
-    parser.add_argument("--episodes", type=cli._positive_int, required=True, metavar="N")
+    parser.add_argument("--episodes", type=positive_int, required=True, metavar="N")
     parser.add_argument("--out", required=True, metavar="DIR", help="a new output directory")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first reset (default 0)")
     parser.add_argument(
@@ -76,8 +78,8 @@ def add_record_command(commands: Any) -> None:
         metavar="KEY",
         help="an info field to record (float64); repeat for more",
     )
-    parser.add_argument("--max-episode-steps", type=cli._positive_int, default=None, metavar="N")
-    parser.add_argument("--chunk-size", type=cli._positive_int, default=10_000, metavar="N")
+    parser.add_argument("--max-episode-steps", type=positive_int, default=None, metavar="N")
+    parser.add_argument("--chunk-size", type=positive_int, default=10_000, metavar="N")
     parser.add_argument("--push-to-hub", default=None, metavar="REPO", help="then push there")
     parser.add_argument("--no-progress", action="store_true", help="no progress output")
     parser.set_defaults(handler=run_record)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
+from openenv_gym.commands.argument_types import int_argument, probability
 from openenv_gym.envs.atari.environment import (
     DEFAULT_FRAMESKIP,
     DEFAULT_GAME,
@@ -26,31 +27,12 @@ if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
 HELP: Final = "serve an Atari 2600 game (ale-py) with the official OpenEnv Atari schema"
+_frames = int_argument("a number of frames", minimum=1, bound="at least 1 frame")
 DESCRIPTION: Final = (
     "Serve one ALE game over OpenEnv, one emulator per WebSocket session, with the official "
     "OpenEnv Atari schema (official clients work unchanged). Defaults follow ALE/<Game>-v5: "
     "frameskip 4, sticky actions 0.25, minimal action set. Needs ale-py (openenv-gym[atari])."
 )
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text!r}")
-    return value
-
-
-def _frames(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of frames, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 frame, got {text!r}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeat-action-probability",
-        type=_probability,
+        type=probability,
         default=DEFAULT_REPEAT_ACTION_PROBABILITY,
         metavar="P",
         help=f"sticky-action probability (default: {DEFAULT_REPEAT_ACTION_PROBABILITY})",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
+from openenv_gym.commands.argument_types import int_argument
 from openenv_gym.envs.chess.options import (
     AGENT_COLORS,
     DEFAULT_ILLEGAL_MOVE,
@@ -26,21 +27,12 @@ if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
 HELP: Final = "serve chess (python-chess) with the official OpenEnv chess schema"
+_half_moves = int_argument("a number of half-moves", minimum=1, bound="at least 1 half-move")
 DESCRIPTION: Final = (
     "Serve chess over OpenEnv against a built-in opponent (random, material = 2-ply material "
     "search, uci = an engine on PATH), one game per WebSocket session, with the official "
     "OpenEnv chess schema. Needs python-chess (openenv-gym[chess])."
 )
-
-
-def _half_moves(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of half-moves, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 half-move, got {text!r}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
