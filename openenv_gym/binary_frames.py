@@ -112,12 +112,21 @@ def encode_frame(message: dict[str, Any], arrays: Sequence[tuple[Sequence[str], 
     return b"".join([head, b"\0" * _padding(len(head)), *buffers])
 
 
-def encode_observation_frame(message: dict[str, Any]) -> bytes | None:
+#: Observations whose arrays hold fewer bytes than this go out as JSON even on a binary
+#: session (measured on CartPole's 16 bytes: JSON 1,470 steps/s, binary 1,130).
+MIN_BINARY_BYTES: Final = 512
+
+
+def encode_observation_frame(
+    message: dict[str, Any], *, min_bytes: int = MIN_BINARY_BYTES
+) -> bytes | None:
     """An ``observation`` reply with its top-level numpy array fields as one binary frame.
 
     Array fields of ``message["data"]["observation"]`` (one level deep, plus the fields of
     a nested dict one more level down) go out as raw bytes; the rest as JSON. Returns
-    ``None`` when the observation holds no numeric numpy array (send plain JSON then).
+    ``None`` when the observation holds no numeric numpy array, or arrays of fewer than
+    ``min_bytes`` (:data:`MIN_BINARY_BYTES`) bytes in all (send plain JSON then: for a few
+    numbers JSON is cheaper than the frame's header, and the client reads either).
     ``message`` is not modified.
     """
     data = message.get("data")
@@ -143,7 +152,7 @@ def encode_observation_frame(message: dict[str, Any]) -> bytes | None:
             stripped[key] = inner
         else:
             stripped[key] = value
-    if not arrays:
+    if sum(int(array.nbytes) for _, array in arrays) < min_bytes:
         return None
     return encode_frame({**message, "data": {**data, "observation": stripped}}, arrays)
 

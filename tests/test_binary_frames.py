@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -15,14 +16,17 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.binary_frames import (
     BINARY_SUBPROTOCOL,
     MAGIC,
+    MIN_BINARY_BYTES,
     decode_frame,
     encode_frame,
     encode_observation_frame,
     is_binary_frame,
 )
 from openenv_gym.env import OpenEnvEnv
+from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import ProtocolError
 from openenv_gym.protocol import http_to_ws_url
+from openenv_gym.server import ServerThread
 
 
 def observation_message(observation: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +51,7 @@ def observation_message(observation: dict[str, Any]) -> dict[str, Any]:
 )
 def test_arrays_round_trip_exactly(array: np.ndarray) -> None:
     message = observation_message({"x": array, "label": "hi", "n": 3})
-    frame = encode_observation_frame(message)
+    frame = encode_observation_frame(message, min_bytes=0)
     assert frame is not None
     assert is_binary_frame(frame)
     back = decode_frame(frame)
@@ -64,7 +68,9 @@ def test_arrays_round_trip_exactly(array: np.ndarray) -> None:
 def test_nested_dict_arrays_and_several_buffers() -> None:
     a = np.arange(3, dtype=np.uint8)  # 3 bytes: the next buffer must be realigned
     b = np.array([0.5, 2.0], np.float64)
-    frame = encode_observation_frame(observation_message({"a": a, "inner": {"b": b, "k": 1}}))
+    frame = encode_observation_frame(
+        observation_message({"a": a, "inner": {"b": b, "k": 1}}), min_bytes=0
+    )
     assert frame is not None
     back = decode_frame(frame)["data"]["observation"]
     np.testing.assert_array_equal(back["a"], a)
@@ -75,6 +81,17 @@ def test_nested_dict_arrays_and_several_buffers() -> None:
 def test_observations_without_arrays_stay_json() -> None:
     assert encode_observation_frame(observation_message({"x": [1, 2], "s": "a"})) is None
     assert encode_observation_frame({"type": "state", "data": {}}) is None
+
+
+def test_small_arrays_stay_json_and_large_ones_go_binary() -> None:
+    small = observation_message({"x": np.zeros(4, np.float32)})  # 16 bytes
+    assert encode_observation_frame(small) is None
+    large = observation_message({"x": np.zeros(MIN_BINARY_BYTES, np.uint8)})
+    frame = encode_observation_frame(large)
+    assert frame is not None
+    np.testing.assert_array_equal(
+        decode_frame(frame)["data"]["observation"]["x"], np.zeros(MIN_BINARY_BYTES, np.uint8)
+    )
     assert not is_binary_frame('{"type":"observation"}')
 
 
@@ -147,8 +164,37 @@ def test_malformed_frames_are_protocol_errors(frame: bytes, why: str) -> None:
         decode_frame(frame)
 
 
-def test_server_negotiates_only_when_offered(cartpole_url: str) -> None:
-    url = http_to_ws_url(cartpole_url)
+class NoiseImages(gym.Env[np.ndarray, np.int64]):
+    """Seeded random 24x24 RGB images (1,728 bytes: above MIN_BINARY_BYTES)."""
+
+    observation_space = gym.spaces.Box(0, 255, (24, 24, 3), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._steps = 0
+        return self.np_random.integers(0, 256, (24, 24, 3), dtype=np.uint8), {}
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self._steps += 1
+        image = self.np_random.integers(0, 256, (24, 24, 3), dtype=np.uint8)
+        return image, float(action), False, self._steps >= 25, {}
+
+
+@pytest.fixture(scope="module")
+def images_url() -> Iterator[str]:
+    """Our gymnasium server over :class:`NoiseImages`, in a thread of this process."""
+    env_id = "openenv_gym_tests/NoiseImages-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=NoiseImages)
+    with ServerThread(gymnasium_server(env_id)) as server:
+        yield server.url
+
+
+def test_server_negotiates_only_when_offered(images_url: str) -> None:
+    url = http_to_ws_url(images_url)
     with connect(url, subprotocols=[BINARY_SUBPROTOCOL]) as ws:  # type: ignore[list-item]
         assert ws.subprotocol == BINARY_SUBPROTOCOL
         ws.send('{"type":"reset","data":{"seed":0}}')
@@ -166,6 +212,24 @@ def test_server_negotiates_only_when_offered(cartpole_url: str) -> None:
             assert ws.subprotocol is None
             ws.send('{"type":"reset","data":{"seed":0}}')
             assert isinstance(ws.recv(), str)
+
+
+def test_image_observations_are_the_same_over_binary_and_json(images_url: str) -> None:
+    binary = OpenEnvEnv(images_url, encoding="binary")
+    plain = OpenEnvEnv(images_url, encoding="json")
+    try:
+        a, _ = binary.reset(seed=5)
+        b, _ = plain.reset(seed=5)
+        for action in [0, 1, 2] * 10:
+            np.testing.assert_array_equal(a, b)
+            assert a.dtype == np.uint8
+            assert a.shape == (24, 24, 3)
+            a, ra, ta, tra, _ = binary.step(action)
+            b, rb, tb, trb, _ = plain.step(action)
+            assert (ra, ta, tra) == (rb, tb, trb)
+    finally:
+        binary.close()
+        plain.close()
 
 
 def test_gymnasium_box_observations_travel_binary_and_match_json(cartpole_url: str) -> None:
