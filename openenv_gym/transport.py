@@ -351,9 +351,11 @@ class Session:
             )
         # A refused session sends an error frame, then closes: read what is queued.
         with contextlib.suppress(ConnectionClosed):
-            await self._connection.send(frame)
+            await send_frame(self._connection, frame)
         try:
-            return await asyncio.wait_for(self._connection.recv(), self.reply_timeout)
+            # asyncio.timeout, not wait_for: no task per reply (it costs ~10% of a CartPole step).
+            async with asyncio.timeout(self.reply_timeout):
+                return await self._connection.recv()
         except TimeoutError as exc:
             await self._abort()
             raise ReplyTimeoutError(
