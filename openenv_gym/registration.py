@@ -73,10 +73,9 @@ def make_gymnasium_env(
     serve_args = ["gymnasium", "--env-id", env_id]
     if env_kwargs:
         serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
-    if workers is not None:
-        serve_args += ["--workers", str(workers)]
     provider = server_provider(
         serve_args,
+        workers=workers,
         image=image,
         token=token,
         startup_timeout=startup_timeout,

@@ -20,6 +20,7 @@ def server_provider(
     startup_timeout: float = 60.0,
     docker_kwargs: Mapping[str, Any] | None = None,
     unix_socket: bool = False,
+    workers: int | str | None = None,
 ) -> ServerProvider:
     """``openenv-gym serve <serve_args>`` in a child process, or in ``image`` when given.
 
@@ -32,11 +33,15 @@ def server_provider(
         docker_kwargs: More :class:`DockerProvider` arguments (``run_kwargs``, ``pull``, ...).
         unix_socket: A child-process server also serves on Unix sockets (see
             :class:`LocalServerProcess`); ignored for a container, which is reached over TCP.
+        workers: ``--workers`` of the server (``"auto"``: one process per core); ``None``
+            leaves the server's default (one).
 
     Example:
         >>> server_provider(["gymnasium", "--env-id", "CartPole-v1"], image="openenv-gym/gymnasium")
         DockerProvider('openenv-gym/gymnasium', not started)
     """
+    if workers is not None:
+        serve_args = [*serve_args, "--workers", str(workers)]
     if image is None:
         env = {TOKEN_ENV_VAR: token} if token is not None else None
         return LocalServerProcess(

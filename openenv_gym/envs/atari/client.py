@@ -235,10 +235,9 @@ def make_atari_env(
         serve_args += ["--mode", str(int(mode))]
     if difficulty is not None:
         serve_args += ["--difficulty", str(int(difficulty))]
-    if workers is not None:
-        serve_args += ["--workers", str(workers)]
     provider = server_provider(
         serve_args,
+        workers=workers,
         image=image,
         token=token,
         startup_timeout=startup_timeout,
