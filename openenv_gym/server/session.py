@@ -22,7 +22,7 @@ frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` nami
 ==========================================  ==================================================
 
 Binary encoding: when the client offered and the server accepted the WebSocket subprotocol
-``openenv-gym.binary.v1`` (:mod:`openenv_gym.binary_frames`), observation replies whose
+``openenv-gym.binary.v1`` (:mod:`openenv_gym.wire.binary`), observation replies whose
 observation holds numpy arrays go out as one binary frame; everything else stays JSON text.
 
 After any error reply the session lives on. Two cases end it: all session slots taken
@@ -50,9 +50,13 @@ from pydantic import BaseModel, ValidationError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, encode_observation_frame
 from openenv_gym.errors import CodecError
-from openenv_gym.protocol import (
+from openenv_gym.server.batch import serve_batch
+from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
+from openenv_gym.server.environment import Environment
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame
+from openenv_gym.wire.messages import (
     ClientMessageError,
     ErrorCode,
     MessageType,
@@ -61,9 +65,7 @@ from openenv_gym.protocol import (
     parse_client_message,
     state_reply_message,
 )
-from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
-from openenv_gym.server.environment import Environment
-from openenv_gym.wsframes import CoalescingSender
+from openenv_gym.wire.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -145,7 +147,7 @@ class _Session:
         self.filter_reset = _reset_kwargs_filter(env)
         self.last_activity = time.monotonic()
         self.idle_closing = False
-        self.binary = websocket.subprotocol == BINARY_SUBPROTOCOL
+        self.binary = websocket.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
 
 
 class SessionManager:
@@ -178,7 +180,7 @@ class SessionManager:
         self._sessions: set[_Session] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._sender = CoalescingSender()
+        self.sender = CoalescingSender()
 
     @property
     def active_sessions(self) -> int:
@@ -227,11 +229,15 @@ class SessionManager:
     # ----------------------------------------------------------------- connections
 
     async def handle(self, websocket: ServerConnection) -> None:
-        """The websockets connection handler: one session from open to close."""
+        """The websockets connection handler: one session from open to close (K sessions
+        on a batch connection, see :mod:`openenv_gym.server.batch`)."""
+        if websocket.subprotocol == BATCH_SUBPROTOCOL:
+            await serve_batch(self, websocket)
+            return
         budget = self.budget
         if not budget.try_acquire():
             active = budget.active
-            await self._send_and_close(
+            await self.send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.CAPACITY_REACHED,
@@ -253,7 +259,7 @@ class SessionManager:
         except Exception as exc:
             name = _factory_name(self.env_factory)
             logger.warning("environment factory %s failed", name, exc_info=True)
-            await self._send_and_close(
+            await self.send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.FACTORY_ERROR,
@@ -272,7 +278,40 @@ class SessionManager:
                 self._sessions.discard(session)
                 _close_env(env)
 
-    async def _send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
+    async def open_sessions(self, websocket: ServerConnection, count: int) -> list[_Session] | None:
+        """``count`` sessions on ``websocket`` (slots already taken), each with its own
+        environment; ``None`` after a factory failure (answered with ``FACTORY_ERROR``)."""
+        envs: list[Environment[Any, Any, Any]] = []
+        try:
+            for _ in range(count):
+                envs.append(self.env_factory())
+        except Exception as exc:
+            for env in envs:
+                _close_env(env)
+            name = _factory_name(self.env_factory)
+            logger.warning("environment factory %s failed", name, exc_info=True)
+            await self.send_and_close(
+                websocket,
+                error_message(
+                    ErrorCode.FACTORY_ERROR,
+                    f"Environment factory '{name}' failed to create instance: "
+                    f"{type(exc).__name__}: {_describe(exc)}",
+                    factory_name=name,
+                ),
+            )
+            return None
+        sessions = [_Session(websocket, env) for env in envs]
+        self._sessions.update(sessions)
+        return sessions
+
+    def close_sessions(self, sessions: list[_Session]) -> None:
+        """Forget ``sessions`` and close their environments."""
+        for session in sessions:
+            if session in self._sessions:
+                self._sessions.discard(session)
+                _close_env(session.env)
+
+    async def send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionClosed):
             await websocket.send(encode_reply(message), text=True)
         await websocket.close()
@@ -281,7 +320,7 @@ class SessionManager:
         websocket = session.websocket
         recv = websocket.recv
         dispatch = self._dispatch
-        send = self._sender.send
+        send = self.sender.send
         try:
             while True:
                 raw = await recv(decode=False)
@@ -331,21 +370,25 @@ class SessionManager:
         except ClientMessageError as exc:
             logger.debug("bad client frame: %s", exc.message)
             return error_message(exc.code, exc.message)
-        kind = message.type
-        if kind == MessageType.CLOSE:
+        if message.type == MessageType.CLOSE:
             return None
+        return self.answer(session, message.type, message.data)
+
+    def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The reply message to a ``reset``, ``step`` or ``state`` with ``data`` on ``session``
+        (an ``error`` message when the data is invalid or the environment raises)."""
         env = session.env
         try:
             if kind == MessageType.STEP:
                 # Environments not derived from ours (e.g. official ones) have no fast path.
                 step_reply = getattr(env, "step_reply", None)
-                fast = step_reply(message.data) if step_reply is not None else None
+                fast = step_reply(data) if step_reply is not None else None
                 if fast is not None:
                     return fast
-                action = self.action_type.model_validate(message.data)
+                action = self.action_type.model_validate(data)
                 reply = serialize_observation(env.step(action))
             elif kind == MessageType.RESET:
-                reply = serialize_observation(env.reset(**session.filter_reset(message.data)))
+                reply = serialize_observation(env.reset(**session.filter_reset(data)))
             else:
                 reply = _serialize_state(env.state)
             return reply

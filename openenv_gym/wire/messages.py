@@ -1,7 +1,7 @@
 """OpenEnv wire messages: build and parse what travels over ``{base_url}/ws``.
 
 This module is pure: no sockets, no Gymnasium. Both sides use it, the client
-(:mod:`openenv_gym.transport`, :mod:`openenv_gym.env`) and our server runtime
+(:mod:`openenv_gym.client`, :mod:`openenv_gym.env`) and our server runtime
 (:mod:`openenv_gym.server`), so both speak the exact JSON of the official ``openenv``
 package (0.10.0):
 
