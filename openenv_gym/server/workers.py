@@ -78,10 +78,12 @@ def _worker_main(
     ready: Any,
     parent_pid: int,
     unix_path: str | None = None,
+    workers: int = 1,
 ) -> None:
     try:
         server = build()
         server.sessions.budget = budget
+        server.workers = workers
 
         def watch_parent() -> None:
             while os.getppid() == parent_pid:
@@ -144,7 +146,16 @@ class WorkerGroup:
             unix_path = unix_paths[k] if unix_paths else None
             process = self._context.Process(
                 target=_worker_main,
-                args=(self._build, self.budget, host, self.port, ready, os.getpid(), unix_path),
+                args=(
+                    self._build,
+                    self.budget,
+                    host,
+                    self.port,
+                    ready,
+                    os.getpid(),
+                    unix_path,
+                    self.workers,
+                ),
                 daemon=True,
             )
             process.start()
