@@ -39,7 +39,7 @@ from benchmarks.suite import (
     measure,
     running_servers,
 )
-from openenv_gym.commands.bench import (
+from openenv_gym.cli.bench import (
     DEFAULT_SECONDS,
     DEFAULT_SIZES,
     MAX_WARMUP,

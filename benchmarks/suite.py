@@ -288,7 +288,7 @@ def measure(driver: Driver, actions: ActionStream, num_envs: int, settings: Sett
 
 def serve_option_supported(serve_args: Sequence[str], option: str, value: str) -> bool:
     """Whether ``openenv-gym serve <serve_args> <option> <value>`` parses in this install."""
-    from openenv_gym.cli import build_parser
+    from openenv_gym.cli.program import build_parser
 
     try:
         with redirect_stderr(io.StringIO()):
@@ -300,7 +300,7 @@ def serve_option_supported(serve_args: Sequence[str], option: str, value: str) -
 
 def serve_target_available(target: str) -> bool:
     """Whether ``openenv-gym serve <target>`` exists in this install."""
-    from openenv_gym.cli import SERVE_TARGETS
+    from openenv_gym.cli.serve import SERVE_TARGETS
 
     return target in SERVE_TARGETS
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from openenv_gym.cli import main
-from openenv_gym.commands.bench import ENV_NAMES
+from openenv_gym.cli.bench import ENV_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 

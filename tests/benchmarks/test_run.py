@@ -14,7 +14,7 @@ import openenv_gym
 from benchmarks import contenders, suite
 from benchmarks.report import TARGETS, format_table, parse_table
 from benchmarks.run import _run_cell, build_parser, settings_from_args
-from openenv_gym.commands import bench
+from openenv_gym.cli import bench
 
 REPO = Path(__file__).resolve().parents[2]
 SMALLEST = ["--envs", "CartPole", "--n", "1", "--seconds", "0.2", "--warmup", "0.05"]

@@ -8,8 +8,10 @@ stderr, one line per cell; the table, the target verdicts and the CSV and PNG pa
 
 Example:
     >>> import argparse
-    >>> commands = argparse.ArgumentParser(prog="openenv-gym").add_subparsers(dest="command")
-    >>> add_bench_command(commands)
+    >>> parser = argparse.ArgumentParser(prog="openenv-gym bench")
+    >>> add_arguments(parser)
+    >>> parser.parse_args(["--quick", "--n", "1,8"]).n
+    [1, 8]
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import Final
 
-from openenv_gym.commands.argument_types import positive_int, positive_seconds
+from openenv_gym.cli.arguments import positive_int, positive_seconds
+from openenv_gym.cli.command import Command
 from openenv_gym.errors import BenchmarkSuiteNotFoundError
 
 _MARKER: Final = "openenv-gym"
@@ -162,7 +165,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _candidate_roots() -> list[Path]:
-    package_root = Path(__file__).resolve().parents[2]  # <root>/openenv_gym/commands/bench.py
+    package_root = Path(__file__).resolve().parents[2]  # <root>/openenv_gym/cli/bench.py
     return [package_root, Path.cwd()]
 
 
@@ -188,23 +191,15 @@ def find_suite() -> ModuleType:
     return importlib.import_module("benchmarks.run")
 
 
-def run_bench(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``openenv-gym bench``: run the suite with the parsed options."""
     return int(find_suite().run_from_args(args))
 
 
-def add_bench_command(commands: Any) -> None:
-    """Add ``bench`` to the ``openenv-gym`` subparsers."""
-    parser = commands.add_parser(
-        "bench",
-        help="run the benchmark suite (steps/s table, CSV and PNG)",
-        description=_DESCRIPTION,
-    )
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="show the full traceback when the command fails",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_bench)
+COMMAND: Final = Command(
+    name="bench",
+    help="run the benchmark suite (steps/s table, CSV and PNG)",
+    description=_DESCRIPTION,
+    add_arguments=add_arguments,
+    run=run,
+)
