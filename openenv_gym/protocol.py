@@ -88,6 +88,16 @@ def _replace_non_finite(value: Any) -> Any:
     return value
 
 
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters, lone surrogates escaped: safe to echo as JSON.
+
+    >>> printable("\\ud800" + "x" * 10, 4)
+    '\\\\ud800xxx... (11 chars)'
+    """
+    short = text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _shorten(raw: Any, limit: int = 300) -> str:
     text = raw if isinstance(raw, str) else repr(raw)
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
@@ -314,19 +324,29 @@ def parse_client_message(raw: str | bytes) -> ClientMessage:
         message = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
+    except RecursionError:
+        raise ClientMessageError(
+            ErrorCode.INVALID_JSON, "Invalid JSON: nested too deeply to parse"
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
     if not isinstance(message, dict):
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
             f"Invalid message: expected a JSON object, got {type(message).__name__}",
         )
     kind = message.get("type", "")
-    if kind not in _CLIENT_TYPES:
-        raise ClientMessageError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+    if type(kind) is not str or kind not in _CLIENT_TYPES:
+        shown = kind if type(kind) is str else type(kind).__name__
+        raise ClientMessageError(
+            ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}"
+        )
     extra = set(message) - {"type", "data"}
     if extra:
+        keys = printable(repr(sorted(extra)), 200)
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: unexpected keys {sorted(extra)} in a {kind!r} message",
+            f"Invalid message: unexpected keys {keys} in a {kind!r} message",
         )
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -59,10 +58,18 @@ from openenv_gym.protocol import (
     error_message,
     observation_message,
     parse_client_message,
+    printable,
     state_reply_message,
 )
 from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
 from openenv_gym.server.environment import Environment
+from openenv_gym.server.fault_replies import (
+    ErrorLog,
+    describe,
+    encode_error_reply,
+    execution_error_reply,
+    validation_error_reply,
+)
 from openenv_gym.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
@@ -92,7 +99,7 @@ def _factory_name(factory: Callable[..., Any]) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    text = printable(str(exc), 1000)
     return text if text else type(exc).__name__
 
 
@@ -137,7 +144,15 @@ def _serialize_state(state: Any) -> dict[str, Any]:
 class _Session:
     """One live session: its connection, its env and when it last heard from the client."""
 
-    __slots__ = ("binary", "env", "filter_reset", "idle_closing", "last_activity", "websocket")
+    __slots__ = (
+        "binary",
+        "env",
+        "error_log",
+        "filter_reset",
+        "idle_closing",
+        "last_activity",
+        "websocket",
+    )
 
     def __init__(self, websocket: ServerConnection, env: Environment[Any, Any, Any]) -> None:
         self.websocket = websocket
@@ -146,6 +161,7 @@ class _Session:
         self.last_activity = time.monotonic()
         self.idle_closing = False
         self.binary = websocket.subprotocol == BINARY_SUBPROTOCOL
+        self.error_log = ErrorLog()
 
 
 class SessionManager:
@@ -179,6 +195,8 @@ class SessionManager:
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._sender = CoalescingSender()
+        #: Server-wide: a client reconnecting in a loop to a failing factory must not flood.
+        self._factory_log = ErrorLog()
 
     @property
     def active_sessions(self) -> int:
@@ -252,13 +270,12 @@ class SessionManager:
             env = self.env_factory()
         except Exception as exc:
             name = _factory_name(self.env_factory)
-            logger.warning("environment factory %s failed", name, exc_info=True)
+            self._factory_log.warn(logger, "environment factory %s failed: %s", name, describe(exc))
             await self._send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.FACTORY_ERROR,
-                    f"Environment factory '{name}' failed to create instance: "
-                    f"{type(exc).__name__}: {_describe(exc)}",
+                    f"Environment factory '{name}' failed to create instance: {describe(exc)}",
                     factory_name=name,
                 ),
             )
@@ -308,12 +325,15 @@ class SessionManager:
                     return frame, False
             return encode_reply(reply), True
         except Exception as exc:
-            env_name = type(session.env).__name__
-            logger.warning("cannot encode the reply of %s", env_name, exc_info=True)
-            error = error_message(
-                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
+            if reply["type"] == MessageType.ERROR:  # an echo of hostile input: make it printable
+                return encode_error_reply(reply), True
+            session.error_log.warn(
+                logger,
+                "cannot encode the reply of %s: %s",
+                type(session.env).__name__,
+                describe(exc),
             )
-            return encode_reply(error), True
+            return encode_error_reply(execution_error_reply(exc)), True
 
     def _reply(self, session: _Session, raw: bytes) -> dict[str, Any] | None:
         """The reply message to one frame; ``None`` for ``close``."""
@@ -350,43 +370,22 @@ class SessionManager:
                 reply = _serialize_state(env.state)
             return reply
         except ValidationError as exc:
-            return error_message(
-                ErrorCode.VALIDATION_ERROR,
-                f"Invalid message: {exc.error_count()} validation error(s) for "
-                f"{exc.title}: {_first_error(exc)}",
-                errors=_json_safe_errors(exc),
-            )
+            return validation_error_reply(exc)
         except CodecError as exc:
             return error_message(ErrorCode.VALIDATION_ERROR, _describe(exc))
         except Exception as exc:
-            logger.warning("environment %s failed in %s", type(env).__name__, kind, exc_info=True)
-            return error_message(
-                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
+            session.error_log.warn(
+                logger, "environment %s failed in %s: %s", type(env).__name__, kind, describe(exc)
             )
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "<root>"
-    return f"{where}: {first.get('msg', '')}"
-
-
-def _json_safe_errors(exc: ValidationError) -> list[Any]:
-    """Pydantic's error list as plain JSON (context objects become strings)."""
-    try:
-        return list(json.loads(exc.json()))
-    except (TypeError, ValueError):
-        return [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors(include_url=False)
-        ]
+            return execution_error_reply(exc)
 
 
 def _close_env(env: Environment[Any, Any, Any]) -> None:
     try:
         env.close()
-    except Exception:
-        logger.warning("closing environment %s failed", type(env).__name__, exc_info=True)
+    except Exception as exc:
+        logger.warning("closing environment %s failed: %s", type(env).__name__, describe(exc))
+        logger.debug("traceback of the failure above", exc_info=True)
 
 
 __all__ = ["IDLE_CLOSE_REASON", "SessionManager", "encode_reply", "serialize_observation"]
