@@ -10,7 +10,7 @@ The drivers take the action to send from a row of the action stream; the suite's
 Discrete indices, :mod:`openenv_gym.bench.url` passes pre-encoded wire actions.
 
 Example:
-    >>> wire_action("action")(np.array([1]))
+    >>> wire_action("action")([1])
     {'action': 1}
 """
 

@@ -83,7 +83,7 @@ def _registered_gym_id(name: str) -> str | None:
 
 
 def _capacity(url: str, token: str | None, largest: int) -> int | None:
-    from openenv_gym.capacity import fetch_capacity
+    from openenv_gym.client.capacity import fetch_capacity
 
     known = fetch_capacity(url, token=token)
     if known.free is not None:
@@ -102,8 +102,8 @@ def probe(url: str, token: str | None, gym_id: str | None, largest: int) -> Serv
         ServerConnectionError: The server cannot be reached.
         AuthenticationError: The token was refused.
     """
+    from openenv_gym.client.http import get_json
     from openenv_gym.spaces import action_codec
-    from openenv_gym.transport import get_json
 
     notes: list[str] = []
     try:
