@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any, Final
 from openenv_gym.cli.arguments import port_number, positive_int, positive_seconds
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, common_options
 from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
+from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
 from openenv_gym.envs.chess.options import CHESS_OPTIONS
 from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
 from openenv_gym.envs.options import ServerOptions
-from openenv_gym.transport import TOKEN_ENV_VAR
 
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer

@@ -19,9 +19,9 @@ from websockets.sync.client import connect
 
 from openenv_gym.cli.program import build_parser, main
 from openenv_gym.cli.ready import READY_PREFIX
-from openenv_gym.protocol import http_to_ws_url
+from openenv_gym.wire.messages import http_to_ws_url
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class ServeProcess:
