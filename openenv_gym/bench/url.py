@@ -71,15 +71,16 @@ def capped_sizes(sizes: Sequence[int], capacity: int | None) -> list[int]:
     return kept
 
 
-def _registered_gym_id(name: str) -> str | None:
-    if not name:
+def registered_gym_id(name: str) -> str | None:
+    """``name`` when it is a registered Gymnasium id (ALE ids register ale-py first)."""
+    if not name or name.startswith("openenv/"):
         return None
     if name.startswith("ALE/"):
         try:
             register_env_module("ale_py")
         except ImportError:
             return None
-    return name if name in gym.registry and not name.startswith("openenv/") else None
+    return name if name in gym.registry else None
 
 
 def _capacity(url: str, token: str | None, largest: int) -> int | None:
@@ -113,8 +114,14 @@ def probe(url: str, token: str | None, gym_id: str | None, largest: int) -> Serv
     name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
     schema = get_json(url, "/schema", token=token)
     codec = action_codec(schema["action"])
+    if gym_id is not None and registered_gym_id(gym_id) is None:
+        raise ValueError(
+            f"--gym-id {gym_id!r} is not a registered Gymnasium id here (ALE ids need "
+            "pip install 'openenv-gym[atari]'); pass one gymnasium.make accepts, e.g. "
+            "--gym-id CartPole-v1"
+        )
     if gym_id is None:
-        gym_id = _registered_gym_id(name)
+        gym_id = registered_gym_id(name)
         if gym_id is None:
             notes.append(
                 f"the server's metadata names {name or 'no env'!r}, not a Gymnasium id: no raw "

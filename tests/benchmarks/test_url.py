@@ -150,3 +150,9 @@ def test_an_unreachable_url_is_one_readable_error(capsys: pytest.CaptureFixture[
     assert len(err) == 1
     assert err[0].startswith("openenv-gym: error: ServerConnectionError: ")
     assert url in err[0]
+
+
+def test_an_unknown_gym_id_is_refused_with_the_fix(official_url: str) -> None:
+    args = build_parser().parse_args(["--url", official_url, "--gym-id", "NoSuchEnv-v9"])
+    with pytest.raises(ValueError, match="'NoSuchEnv-v9' is not a registered Gymnasium id"):
+        run_from_args(args)
