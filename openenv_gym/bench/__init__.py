@@ -55,7 +55,10 @@ def run_from_args(args: argparse.Namespace) -> int:
             seconds=settings.seconds,
             warmup=settings.warmup,
             out_dir=out_dir,
-            what=f"{info.url} ({info.name or 'no name in /metadata'})",
+            what=(
+                f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
+                f"--seconds {settings.seconds:g}` ({info.name or 'no name in /metadata'})"
+            ),
             targets=lambda results: "",
         )
         return 0

@@ -144,7 +144,7 @@ def write_plot(cells: Sequence[CellResult], path: Path, title: str = "") -> Path
             frameon=False,
         )
     if title:
-        figure.suptitle("\n".join(textwrap.wrap(title, 130)), fontsize=10)
+        figure.suptitle("\n".join(textwrap.wrap(title.replace("`", ""), 130)), fontsize=10)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path

@@ -145,14 +145,15 @@ def write_csv(cells: Sequence[CellResult], path: Path) -> Path:
 def write_markdown(
     path: Path,
     *,
-    header: str,
+    header: dict[str, str],
     table: str,
     targets: str,
     notes: Sequence[str],
     png_name: str | None,
 ) -> Path:
     """The report as one Markdown file (what the README's benchmark section shows)."""
-    parts = [f"{header}\n", table + "\n"]
+    facts = "\n".join(f"- **{key}:** {value}" for key, value in header.items())
+    parts = [facts + "\n", table + "\n"]
     if targets:
         parts.append(
             "Targets of the throughput issue (ratios within this run):\n\n"

@@ -181,7 +181,7 @@ def run_cell(cell: PlannedCell, seconds: float, warmup: float, notes: list[str])
 
 
 def machine() -> str:
-    """The machine, for the report header: host, CPU model, cores, load, Python."""
+    """The machine, for the report header: host, CPU model, cores, load average, Python."""
     model = ""
     try:
         with open("/proc/cpuinfo") as handle:
@@ -197,6 +197,19 @@ def machine() -> str:
     )
 
 
+def versions() -> str:
+    """The versions of the packages measured (``name version``, or ``name -`` if missing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("openenv-gym", "gymnasium", "envpool", "openenv", "ale-py", "websockets"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} -")
+    return ", ".join(found)
+
+
 @dataclass
 class Report:
     """Where a run's report went."""
@@ -210,15 +223,18 @@ def write_report(
     results: Sequence[CellResult],
     out_dir: Path,
     *,
-    header: str,
+    header: dict[str, str],
     targets: str,
     notes: Sequence[str],
 ) -> Report:
-    """Print the table (and targets, notes) to stdout; write bench.csv, bench.png, bench.md."""
+    """Print the table (and targets, notes) to stdout; write bench.csv, bench.png, bench.md.
+
+    ``header`` holds the facts of the run (``{"Date": ..., "Machine": ..., ...}``).
+    """
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     table = format_table(results)
-    print(f"\n{header}\n")
+    print("\n" + "\n".join(f"{key}: {value}" for key, value in header.items()) + "\n")
     print(table)
     if targets:
         print("\nTargets:")
@@ -230,7 +246,11 @@ def write_report(
     try:
         from openenv_gym.bench.plot import write_plot
 
-        png = write_plot(results, out_dir / "bench.png", title=header)
+        png = write_plot(
+            results,
+            out_dir / "bench.png",
+            title=" · ".join(header[key] for key in ("Run", "Date", "Machine") if key in header),
+        )
     except ImportError as exc:
         png = None
         print(
@@ -270,10 +290,13 @@ def run_and_report(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         results = run_groups(groups, seconds, warmup, log)
-    header = (
-        f"{what}. {date} on {host}; the run took {_clock(time.monotonic() - started)}. "
-        "Latency: one step() call (N env steps)."
-    )
+    header = {
+        "Date": date,
+        "Machine": host,
+        "Versions": versions(),
+        "Run": f"{what}; it took {_clock(time.monotonic() - started)}",
+        "Latency": "one step() call (N env steps at N > 1)",
+    }
     from openenv_gym.bench.contenders import CPU_NOTE
 
     all_notes = [*notes, *(note for group in groups for note in group.notes), CPU_NOTE]

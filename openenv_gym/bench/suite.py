@@ -75,10 +75,17 @@ def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
 
 
 def describe(settings: Settings) -> str:
-    """What ran, for the report header."""
-    return (
-        f"{', '.join(settings.envs)} at N in {{{','.join(map(str, settings.sizes))}}}, "
-        f"{settings.seconds:g} s cells after {settings.warmup:.2g} s warm-up, "
-        f"{settings.servers} server process(es) per env"
-        + (f" with --workers {settings.workers}" if settings.workers else "")
-    )
+    """What ran, as the ``openenv-gym bench`` command that runs it again."""
+    words = [
+        "openenv-gym bench",
+        f"--envs {','.join(settings.envs)}",
+        f"--n {','.join(map(str, settings.sizes))}",
+        f"--seconds {settings.seconds:g}",
+        f"--warmup {settings.warmup:.2g}",
+        f"--servers {settings.servers}",
+    ]
+    if settings.workers:
+        words.append(f"--workers {settings.workers}")
+    if settings.contenders:
+        words.append(f"--contenders {','.join(settings.contenders)}")
+    return "`" + " ".join(words) + "`"

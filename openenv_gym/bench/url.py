@@ -28,9 +28,19 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector.utils import batch_space
 
-from openenv_gym.bench.local import register_env_module, single_env_driver, vector_env_driver
-from openenv_gym.bench.measure import ActionStream, ContenderUnavailableError, Driver
-from openenv_gym.bench.remote import OfficialGatherDriver, official_sync_driver, ours_vector
+from openenv_gym.bench.local import (
+    register_env_module,
+    require_module,
+    single_env_driver,
+    vector_env_driver,
+)
+from openenv_gym.bench.measure import ActionStream, Driver
+from openenv_gym.bench.remote import (
+    OFFICIAL_CLIENT,
+    OfficialGatherDriver,
+    official_sync_driver,
+    ours_vector,
+)
 from openenv_gym.bench.runner import Group, PlannedCell
 from openenv_gym.errors import InsufficientCapacityError, NotAnOpenEnvServerError
 
@@ -71,15 +81,16 @@ def capped_sizes(sizes: Sequence[int], capacity: int | None) -> list[int]:
     return kept
 
 
-def _registered_gym_id(name: str) -> str | None:
-    if not name:
+def registered_gym_id(name: str) -> str | None:
+    """``name`` when it is a registered Gymnasium id (ALE ids register ale-py first)."""
+    if not name or name.startswith("openenv/"):
         return None
     if name.startswith("ALE/"):
         try:
             register_env_module("ale_py")
         except ImportError:
             return None
-    return name if name in gym.registry and not name.startswith("openenv/") else None
+    return name if name in gym.registry else None
 
 
 def _capacity(url: str, token: str | None, largest: int) -> int | None:
@@ -113,8 +124,14 @@ def probe(url: str, token: str | None, gym_id: str | None, largest: int) -> Serv
     name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
     schema = get_json(url, "/schema", token=token)
     codec = action_codec(schema["action"])
+    if gym_id is not None and registered_gym_id(gym_id) is None:
+        raise ValueError(
+            f"--gym-id {gym_id!r} is not a registered Gymnasium id here (ALE ids need "
+            "pip install 'openenv-gym[atari]'); pass one gymnasium.make accepts, e.g. "
+            "--gym-id CartPole-v1"
+        )
     if gym_id is None:
-        gym_id = _registered_gym_id(name)
+        gym_id = registered_gym_id(name)
         if gym_id is None:
             notes.append(
                 f"the server's metadata names {name or 'no env'!r}, not a Gymnasium id: no raw "
@@ -161,12 +178,12 @@ def plan(
         return rows
 
     def open_official_sync() -> Driver:
-        _require_official()
+        require_module("openenv.core", OFFICIAL_CLIENT)
         return official_sync_driver(info.url, lambda row: row[0], headers)
 
     def open_official(n: int) -> Callable[[], Driver]:
         def open_() -> Driver:
-            _require_official()
+            require_module("openenv.core", OFFICIAL_CLIENT)
             return OfficialGatherDriver([info.url], n, lambda one: one[0], headers)
 
         return open_
@@ -242,12 +259,3 @@ def _vector(cls: Any, gym_id: str, n: int) -> Callable[[], Driver]:
         return vector_env_driver(cls([make] * n, **kwargs))
 
     return open_
-
-
-def _require_official() -> None:
-    try:
-        import openenv.core  # noqa: F401
-    except ImportError as exc:
-        raise ContenderUnavailableError(
-            f"openenv is not installed (the official client, pip install openenv): {exc}"
-        ) from None

@@ -114,13 +114,13 @@ def test_csv_and_markdown_carry_every_cell(tmp_path: Path) -> None:
     assert records[1]["p99_us"] == "900.00"
     markdown = write_markdown(
         tmp_path / "bench.md",
-        header="machine, date",
+        header={"Date": "today", "Machine": "this one"},
         table=format_table(cells),
         targets="[met] a\n[not met] b",
         notes=["a note"],
         png_name="bench.png",
     ).read_text()
-    assert markdown.startswith("machine, date\n")
+    assert markdown.startswith("- **Date:** today\n- **Machine:** this one\n")
     assert "- [met] a\n- [not met] b" in markdown
     assert "![throughput and latency of every contender](bench.png)" in markdown
 

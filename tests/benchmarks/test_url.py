@@ -3,6 +3,7 @@ with a token. Real servers on 127.0.0.1, tiny windows, no timing checked."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,22 @@ def test_bench_url_with_a_token_on_our_server_holding_many_sessions(
     ]
     assert all(_rate(row) > 0 for row in rows)
     assert "N up to 3" in out
+
+
+def test_an_unreachable_url_is_one_readable_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from openenv_gym.cli import main
+
+    with socket.socket() as free:  # a port nobody listens on once closed
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"
+    assert main(["bench", "--url", url, "--seconds", "0.1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("openenv-gym: error: ServerConnectionError: ")
+    assert url in err[0]
+
+
+def test_an_unknown_gym_id_is_refused_with_the_fix(official_url: str) -> None:
+    args = build_parser().parse_args(["--url", official_url, "--gym-id", "NoSuchEnv-v9"])
+    with pytest.raises(ValueError, match="'NoSuchEnv-v9' is not a registered Gymnasium id"):
+        run_from_args(args)
