@@ -105,7 +105,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--host",
         default=DEFAULT_HOST,
-        help=f"address to bind (default: {DEFAULT_HOST}; use 0.0.0.0 to accept remote clients)",
+        help=f"address to bind (default: {DEFAULT_HOST}; use 0.0.0.0 to accept remote clients: "
+        "that needs a token, or --insecure)",
     )
     group.add_argument(
         "--port",
@@ -163,6 +164,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "a command line is visible to other users)",
     )
     group.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a --host beyond loopback without a token (logged as a warning)",
+    )
+    group.add_argument(
         "--exit-with-parent",
         action="store_true",
         help="stop when stdin reaches end of file (a parent holding the pipe has exited)",
@@ -181,8 +187,13 @@ def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_sessions": args.max_sessions,
         "idle_timeout": args.idle_timeout,
         "max_message_size": args.max_message_size,
-        "token": args.token or os.environ.get(TOKEN_ENV_VAR) or None,
+        "token": serve_token(args),
     }
+
+
+def serve_token(args: argparse.Namespace) -> str | None:
+    """``--token``, else ``$OPENENV_TOKEN``, else ``None`` (an empty one is kept: refused)."""
+    return args.token if args.token is not None else os.environ.get(TOKEN_ENV_VAR)
 
 
 @dataclass(frozen=True)
@@ -279,6 +290,13 @@ def run_serve(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format=f"{PROG} %(levelname)s %(name)s: %(message)s",
     )
+    from openenv_gym.errors import InsecureBindError
+    from openenv_gym.server.bind_policy import check_bind
+
+    try:
+        check_bind(args.host, serve_token(args), insecure=args.insecure)
+    except InsecureBindError as exc:
+        raise UsageError(str(exc)) from exc
     build = SERVE_TARGETS[args.target].build
     if getattr(args, "workers", 1) > 1:
         return _run_serve_workers(args, build)

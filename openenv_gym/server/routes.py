@@ -46,6 +46,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from openenv_gym.protocol import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
+from openenv_gym.server.bind_policy import check_token
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 
@@ -85,6 +86,9 @@ class HttpRoutes:
         state_type: Its JSON Schema is ``/schema``'s ``state``.
         metadata: What ``/metadata`` answers; asked from a fresh environment (once) if ``None``.
         token: The bearer token every route but ``/health`` requires; ``None``: no check.
+
+    Raises:
+        InsecureBindError: ``token`` is empty (it would check nothing).
     """
 
     def __init__(
@@ -97,8 +101,9 @@ class HttpRoutes:
         metadata: EnvironmentMetadata | None = None,
         token: str | None = None,
     ) -> None:
+        check_token(token)
         self._env_factory = env_factory
-        self._token = token.encode() if token else None
+        self._token = token.encode() if token is not None else None
         self._schema = {
             "action": action_type.model_json_schema(),
             "observation": observation_type.model_json_schema(),

@@ -49,6 +49,7 @@ def test_building_route_does_not_block_sessions(
 ) -> None:
     url, registry = slow
     with wire.open(url) as ws, ThreadPoolExecutor(1) as pool:
+        wire.assert_session_works(ws)  # its environment is built (sessions build on the loop)
         registry.block = True
         pending = pool.submit(httpx.get, url + path, timeout=30)
         assert registry.entered.wait(10), "the route never built an environment"
