@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from openenv_gym.protocol import ErrorCode, error_message, printable
+from openenv_gym.wire.messages import ErrorCode, error_message, printable
 
 #: Longest echo of client input (characters) in an error reply.
 MAX_ECHO_CHARS: Final = 200

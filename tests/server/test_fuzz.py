@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from openenv_gym.protocol import ErrorCode, http_to_ws_url
 from openenv_gym.server import OpenEnvServer, ServerThread
+from openenv_gym.wire.messages import ErrorCode, http_to_ws_url
 
 OFFICIAL_CODES = {code.value for code in ErrorCode}
 #: Examples per server: a few seconds each (an Atari reset costs milliseconds).
