@@ -8,7 +8,10 @@ Usage::
     openenv-gym serve chess [--opponent random] ...
         [--host 127.0.0.1] [--port 8000] [--workers K] [--unix-socket PATH]
         [--max-sessions N] [--idle-timeout S] [--max-message-size BYTES] [--token TOKEN]
-        [--exit-with-parent] [--log-level LEVEL] [--debug]
+        [--insecure] [--exit-with-parent] [--log-level LEVEL] [--debug]
+
+A ``--host`` beyond loopback needs a token (``--token`` or ``$OPENENV_TOKEN``) or
+``--insecure``; an empty token is a usage error (see :mod:`openenv_gym.server.bind_policy`).
 
 ``serve`` prints exactly one line to stdout once the server listens (see
 :mod:`openenv_gym.cli.ready`), then serves until SIGINT/SIGTERM (a clean stop, exit code 0)
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from openenv_gym.cli.arguments import port_number, positive_int, positive_seconds
-from openenv_gym.cli.command import EXIT_OK, PROG, Command, common_options
+from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
 from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
 from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
@@ -154,7 +157,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--host",
         default=DEFAULT_HOST,
-        help=f"address to bind (default: {DEFAULT_HOST}; use 0.0.0.0 to accept remote clients)",
+        help=f"address to bind (default: {DEFAULT_HOST}; use 0.0.0.0 to accept remote clients: "
+        "that needs a token, or --insecure)",
     )
     group.add_argument(
         "--port",
@@ -212,6 +216,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "a command line is visible to other users)",
     )
     group.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a --host beyond loopback without a token (logged as a warning)",
+    )
+    group.add_argument(
         "--exit-with-parent",
         action="store_true",
         help="stop when stdin reaches end of file (a parent holding the pipe has exited)",
@@ -230,8 +239,13 @@ def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_sessions": args.max_sessions,
         "idle_timeout": args.idle_timeout,
         "max_message_size": args.max_message_size,
-        "token": args.token or os.environ.get(TOKEN_ENV_VAR) or None,
+        "token": serve_token(args),
     }
+
+
+def serve_token(args: argparse.Namespace) -> str | None:
+    """``--token``, else ``$OPENENV_TOKEN``, else ``None`` (an empty one is kept: refused)."""
+    return args.token if args.token is not None else os.environ.get(TOKEN_ENV_VAR)
 
 
 # --------------------------------------------------------------------------- running
@@ -269,6 +283,13 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format=f"{PROG} %(levelname)s %(name)s: %(message)s",
     )
+    from openenv_gym.errors import InsecureBindError
+    from openenv_gym.server.bind_policy import check_bind
+
+    try:
+        check_bind(args.host, serve_token(args), insecure=args.insecure)
+    except InsecureBindError as exc:
+        raise UsageError(str(exc)) from exc
     target = SERVE_TARGETS[args.target]
     if args.workers > 1:
         return _run_workers(args, target)
