@@ -26,7 +26,8 @@ from torch import nn
 
 import openenv_gym
 from openenv_gym.providers.local import LocalServerProcess
-from openenv_gym.wrappers import RecordTrajectories, load_trajectories
+from openenv_gym.trajectories import load_trajectories
+from openenv_gym.wrappers import RecordTrajectories
 
 
 def controller(observation: np.ndarray) -> int:

@@ -137,7 +137,8 @@ def run_record(args: argparse.Namespace) -> int:
 
     import openenv_gym  # noqa: F401  (registers the ids)
     from openenv_gym.cli import EXIT_OK
-    from openenv_gym.wrappers import RecordTrajectories, trajectory_files
+    from openenv_gym.trajectories import trajectory_files
+    from openenv_gym.wrappers import RecordTrajectories
 
     policy = load_policy(args.policy)
     env_id = args.env_id or (REMOTE_ENV_ID if args.base_url else DEFAULT_ENV_ID)
@@ -185,7 +186,7 @@ def run_record(args: argparse.Namespace) -> int:
         f"in {elapsed:.1f}s"
     )
     if args.push_to_hub:
-        from openenv_gym.wrappers import push_to_hub
+        from openenv_gym.trajectories import push_to_hub
 
         print(f"pushed to {push_to_hub(args.out, args.push_to_hub)}")
     return EXIT_OK

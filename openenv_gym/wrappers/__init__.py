@@ -4,8 +4,10 @@ Each concern has its own module and a single-env and a Gymnasium-vector form:
 
 * :mod:`~openenv_gym.wrappers.shaping`: :class:`ShapeReward`, :class:`VectorShapeReward`.
 * :mod:`~openenv_gym.wrappers.normalization`: :class:`Normalize`, :class:`VectorNormalize`.
-* :mod:`~openenv_gym.wrappers.trajectory`: :class:`RecordTrajectories`,
-  :class:`VectorRecordTrajectories`, :func:`trajectory_arrays`, :func:`push_to_hub`.
+* :mod:`~openenv_gym.wrappers.recording`: :class:`RecordTrajectories`,
+  :class:`VectorRecordTrajectories` (reading, the Hub and Minari: :mod:`openenv_gym.trajectories`).
+* :mod:`~openenv_gym.wrappers.episodes`: :class:`EpisodeTracker`, the autoreset bookkeeping
+  every single-env and vector wrapper here shares.
 
 Use Gymnasium's and SB3's own wrappers for what they already do: frame stacking
 (``gymnasium.wrappers.FrameStackObservation``, SB3 ``VecFrameStack``), episode statistics
@@ -15,6 +17,7 @@ normalization (SB3 ``VecNormalize``). They all work on our envs unchanged.
 """
 
 from openenv_gym.wrappers.normalization import Normalize, RunningMeanStd, VectorNormalize
+from openenv_gym.wrappers.recording import RecordTrajectories, VectorRecordTrajectories
 from openenv_gym.wrappers.shaping import (
     RAW_REWARD_KEY,
     Clip,
@@ -28,16 +31,6 @@ from openenv_gym.wrappers.shaping import (
     ShapeReward,
     Transition,
     VectorShapeReward,
-)
-from openenv_gym.wrappers.trajectory import (
-    RecordTrajectories,
-    TrajectoryWriter,
-    VectorRecordTrajectories,
-    load_trajectories,
-    push_to_hub,
-    trajectory_arrays,
-    trajectory_files,
-    trajectory_metadata,
 )
 
 __all__ = [
@@ -54,14 +47,8 @@ __all__ = [
     "RunningMeanStd",
     "Scale",
     "ShapeReward",
-    "TrajectoryWriter",
     "Transition",
     "VectorNormalize",
     "VectorRecordTrajectories",
     "VectorShapeReward",
-    "load_trajectories",
-    "push_to_hub",
-    "trajectory_arrays",
-    "trajectory_files",
-    "trajectory_metadata",
 ]

@@ -46,9 +46,10 @@ from typing import Any, Final, Literal
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from openenv_gym.errors import WrapperConfigError
+from openenv_gym.wrappers.episodes import EpisodeTracker
 
 RAW_REWARD_KEY: Final = "raw_reward"
 
@@ -451,7 +452,7 @@ class ShapeReward(gym.Wrapper[Any, Any, Any, Any]):
         super().__init__(env)
         self.shaper = _shaper(terms)
         self.shaper.check_space(env.observation_space)
-        self._last_observation: Any = None
+        self._episodes = EpisodeTracker(1, None)
 
     @classmethod
     def from_config(
@@ -464,56 +465,30 @@ class ShapeReward(gym.Wrapper[Any, Any, Any, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        self._last_observation = observation
+        self._episodes.reset(observation)
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._last_observation is None:
+        if not self._episodes.is_ready():
             raise gym.error.ResetNeeded("call reset() before step() on a ShapeReward env")
         observation, reward, terminated, truncated, info = self.env.step(action)
+        view = self._episodes.step(observation, terminated, truncated, info)
         transition = Transition(
-            self._last_observation, observation, bool(terminated), bool(truncated), info
+            view.observations[0], observation, bool(terminated), bool(truncated), info
         )
         shaped = self.shaper(float(reward), transition)
-        self._last_observation = observation
         info = dict(info)
         info[RAW_REWARD_KEY] = float(reward)
         return observation, shaped, terminated, truncated, info
-
-
-def _index(observation: Any, i: int) -> Any:
-    if isinstance(observation, Mapping):
-        return {key: _index(value, i) for key, value in observation.items()}
-    if isinstance(observation, tuple):
-        return tuple(_index(value, i) for value in observation)
-    return observation[i]
-
-
-def _info_at(info: Mapping[str, Any], i: int) -> dict[str, Any]:
-    """Env ``i``'s entries of a vector info dict (keys whose ``_key`` mask is set)."""
-    out: dict[str, Any] = {}
-    for key, value in info.items():
-        if key.startswith("_"):
-            continue
-        mask = info.get(f"_{key}")
-        if mask is not None and not bool(mask[i]):
-            continue
-        if isinstance(value, Mapping):
-            out[key] = _info_at(value, i)
-        elif mask is not None and isinstance(value, np.ndarray) and len(value) == len(mask):
-            out[key] = value[i]
-        else:
-            out[key] = value
-    return out
 
 
 class VectorShapeReward(VectorWrapper):
     """Shape each sub-env's reward of a Gymnasium ``VectorEnv``.
 
     Handles the ``NEXT_STEP`` autoreset mode (the step after an episode end is a reset:
-    its reward is passed through unshaped) and ``SAME_STEP`` (the final observation is read
-    from ``info["final_obs"]``). ``info["raw_reward"]`` holds the env rewards (all set in
-    ``info["_raw_reward"]``).
+    its reward is passed through unshaped), ``SAME_STEP`` (the final observation is read
+    from ``info["final_obs"]``) and ``DISABLED``. ``info["raw_reward"]`` holds the env
+    rewards (all set in ``info["_raw_reward"]``).
 
     Raises:
         WrapperConfigError: A term reads a missing field, or the autoreset mode is unknown.
@@ -523,15 +498,7 @@ class VectorShapeReward(VectorWrapper):
         super().__init__(env)
         self.shaper = _shaper(terms)
         self.shaper.check_space(env.single_observation_space)
-        self._mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-        if self._mode not in (
-            AutoresetMode.NEXT_STEP,
-            AutoresetMode.SAME_STEP,
-            AutoresetMode.DISABLED,
-        ):
-            raise WrapperConfigError(f"unknown autoreset mode {self._mode!r}")
-        self._last: list[Any] = [None] * env.num_envs
-        self._autoreset = np.zeros(env.num_envs, dtype=bool)
+        self._episodes = EpisodeTracker.for_vector_env(env.metadata, env.num_envs)
 
     @classmethod
     def from_config(
@@ -544,39 +511,23 @@ class VectorShapeReward(VectorWrapper):
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observations, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
-        mask = (options or {}).get("reset_mask")
-        for i in range(self.num_envs):
-            if mask is None or bool(mask[i]):
-                self._last[i] = _index(observations, i)
-                self._autoreset[i] = False
+        self._episodes.reset(observations, options)
         return observations, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         observations, rewards, terminations, truncations, info = self.env.step(actions)
+        view = self._episodes.step(observations, terminations, truncations, info)
         raw = np.asarray(rewards, dtype=np.float64)
         shaped = raw.copy()
-        for i in range(self.num_envs):
-            next_obs = _index(observations, i)
-            if self._autoreset[i] or self._last[i] is None:
-                # NEXT_STEP autoreset: this "step" was a reset; nothing to shape.
-                self._last[i] = next_obs
-                continue
-            done = bool(terminations[i]) or bool(truncations[i])
-            final_obs = next_obs
-            if done and self._mode == AutoresetMode.SAME_STEP:
-                final_obs = info["final_obs"][i]
-            env_info = _info_at(info, i)
+        for i in map(int, np.flatnonzero(view.live)):
             transition = Transition(
-                self._last[i], final_obs, bool(terminations[i]), bool(truncations[i]), env_info
+                view.observations[i],
+                view.next_observation(i),
+                bool(terminations[i]),
+                bool(truncations[i]),
+                view.info(i),
             )
             shaped[i] = self.shaper(float(raw[i]), transition)
-            self._last[i] = next_obs
-        ends = np.logical_or(terminations, truncations)
-        if self._mode == AutoresetMode.NEXT_STEP:
-            self._autoreset = ends
-        elif self._mode == AutoresetMode.DISABLED:
-            for index in np.flatnonzero(ends):
-                self._last[int(index)] = None
         info = dict(info)
         info[RAW_REWARD_KEY] = raw
         info[f"_{RAW_REWARD_KEY}"] = np.ones(self.num_envs, dtype=bool)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from openenv_gym.cli import main
-from openenv_gym.wrappers import trajectory_arrays, trajectory_metadata
+from openenv_gym.trajectories import trajectory_arrays, trajectory_metadata
 
 pytest.importorskip("pyarrow")
 
@@ -86,8 +86,8 @@ def test_bad_record_arguments_are_clear_errors(
     assert "expected a positive integer" in capsys.readouterr().err
     assert main([*base, "--episodes", "1", "--policy", "greedy"]) == 2
     assert "expected 'random' or package.module:function" in capsys.readouterr().err
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "chunk-000000.parquet").write_bytes(b"")
+    (tmp_path / "b" / "data").mkdir(parents=True)
+    (tmp_path / "b" / "data" / "train-000000.parquet").write_bytes(b"")
     code = main(
         ["record", "--base-url", cartpole_url, "--episodes", "1", "--out", str(tmp_path / "b")]
     )
