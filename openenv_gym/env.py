@@ -34,29 +34,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
-from openenv_gym.errors import (
-    OpenEnvGymError,
-    RenderModeUnavailableError,
-    SessionClosedError,
-)
-from openenv_gym.protocol import (
-    METADATA_PATH,
-    ObservationReply,
-    StateReply,
-    reset_message,
-    state_message,
-    step_message,
-)
-from openenv_gym.providers.base import GivenServer, ServerProvider
-from openenv_gym.spaces import (
-    ActionCodec,
-    ObservationCodec,
-    action_codec,
-    action_codec_for_model,
-    observation_codec,
-    observation_codec_for_model,
-)
-from openenv_gym.transport import (
+from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_ENCODING,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -67,6 +45,28 @@ from openenv_gym.transport import (
     fetch_schema,
     get_json,
     resolve_token,
+)
+from openenv_gym.errors import (
+    OpenEnvGymError,
+    RenderModeUnavailableError,
+    SessionClosedError,
+)
+from openenv_gym.providers.base import GivenServer, ServerProvider
+from openenv_gym.spaces import (
+    ActionCodec,
+    ObservationCodec,
+    action_codec,
+    action_codec_for_model,
+    observation_codec,
+    observation_codec_for_model,
+)
+from openenv_gym.wire.messages import (
+    METADATA_PATH,
+    ObservationReply,
+    StateReply,
+    reset_message,
+    state_message,
+    step_message,
 )
 
 _ENVELOPE_INFO_KEY: Final = "metadata"

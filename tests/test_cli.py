@@ -18,7 +18,7 @@ import pytest
 from websockets.sync.client import connect
 
 from openenv_gym.cli import READY_PREFIX, build_parser, main
-from openenv_gym.protocol import http_to_ws_url
+from openenv_gym.wire.messages import http_to_ws_url
 
 REPO = Path(__file__).resolve().parents[1]
 

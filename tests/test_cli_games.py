@@ -11,7 +11,7 @@ import pytest
 from websockets.sync.client import connect
 
 from openenv_gym.cli import main
-from openenv_gym.protocol import http_to_ws_url
+from openenv_gym.wire.messages import http_to_ws_url
 from tests.test_cli import ServeProcess
 
 

@@ -123,8 +123,8 @@ class Checker:
         return True
 
     def health(self) -> tuple[str, list[str]]:
-        from openenv_gym.protocol import HEALTH_PATH
-        from openenv_gym.transport import get_json
+        from openenv_gym.client import get_json
+        from openenv_gym.wire.messages import HEALTH_PATH
 
         started = time.perf_counter()
         body = get_json(self.url, HEALTH_PATH, timeout=self.timeout, token=self.token)
@@ -134,7 +134,7 @@ class Checker:
         return f"{json.dumps(body)} in {elapsed:.1f} ms", []
 
     def schema(self) -> tuple[str, list[str]]:
-        from openenv_gym.transport import fetch_schema
+        from openenv_gym.client import fetch_schema
 
         schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
         parts = []
@@ -144,8 +144,8 @@ class Checker:
         return "action, observation and state schemas present", parts
 
     def metadata(self) -> tuple[str, list[str]]:
-        from openenv_gym.protocol import METADATA_PATH
-        from openenv_gym.transport import get_json
+        from openenv_gym.client import get_json
+        from openenv_gym.wire.messages import METADATA_PATH
 
         body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
         if not isinstance(body, dict):

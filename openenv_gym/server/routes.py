@@ -38,9 +38,9 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from openenv_gym.protocol import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
+from openenv_gym.wire.messages import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
 
 logger = logging.getLogger("openenv_gym.server")
 

@@ -26,6 +26,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from openenv_gym.client import DEFAULT_ENCODING
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.atari.environment import (
     DEFAULT_FRAMESKIP,
@@ -44,7 +45,6 @@ from openenv_gym.errors import EnvConfigError
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
-from openenv_gym.transport import DEFAULT_ENCODING
 
 ACTION_FIELD: Final = "action_id"
 

@@ -25,6 +25,11 @@ import chess
 import gymnasium as gym
 import numpy as np
 
+from openenv_gym.client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_REPLY_TIMEOUT,
+    SyncSession,
+)
 from openenv_gym.env import _close_session_soon
 from openenv_gym.envs.chess import encoding
 from openenv_gym.envs.chess.options import (
@@ -33,14 +38,9 @@ from openenv_gym.envs.chess.options import (
     check_chess_options,
 )
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, SessionClosedError
-from openenv_gym.protocol import ObservationReply, reset_message, step_message
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import GivenServer, ServerProvider
-from openenv_gym.transport import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_REPLY_TIMEOUT,
-    SyncSession,
-)
+from openenv_gym.wire.messages import ObservationReply, reset_message, step_message
 
 
 class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):

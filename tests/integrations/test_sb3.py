@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import (
 from openenv_gym import OpenEnvVectorEnv
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import VectorUsageError
-from openenv_gym.sb3 import OpenEnvVecEnv, make_vec_env
+from openenv_gym.integrations.sb3 import OpenEnvVecEnv, make_vec_env
 from openenv_gym.server import ServerThread
 
 LIMIT = 12

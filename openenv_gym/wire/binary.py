@@ -49,6 +49,12 @@ import numpy as np
 import pydantic_core
 
 from openenv_gym.errors import ProtocolError
+from openenv_gym.wire.messages import (
+    ObservationReply,
+    StateReply,
+    parse_server_message,
+    parse_server_object,
+)
 
 #: The WebSocket subprotocol our client offers and our server accepts.
 BINARY_SUBPROTOCOL: Final = "openenv-gym.binary.v1"
@@ -206,6 +212,18 @@ def decode_frame(frame: bytes) -> dict[str, Any]:
     return message
 
 
+def parse_frame(raw: str | bytes, *, url: str | None = None) -> ObservationReply | StateReply:
+    """Parse one server frame: JSON text, or a binary observation frame of our servers.
+
+    Raises:
+        ServerReplyError: The server sent an ``error`` message.
+        ProtocolError: The frame is not a valid OpenEnv server message.
+    """
+    if isinstance(raw, bytes) and is_binary_frame(raw):
+        return parse_server_object(decode_frame(raw), f"<binary frame, {len(raw)} bytes>", url=url)
+    return parse_server_message(raw, url=url)
+
+
 __all__ = [
     "BINARY_SUBPROTOCOL",
     "MAGIC",
@@ -213,4 +231,5 @@ __all__ = [
     "encode_frame",
     "encode_observation_frame",
     "is_binary_frame",
+    "parse_frame",
 ]

@@ -13,7 +13,11 @@ import pytest
 from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.binary_frames import (
+from openenv_gym.env import OpenEnvEnv
+from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.errors import ProtocolError
+from openenv_gym.server import ServerThread
+from openenv_gym.wire.binary import (
     BINARY_SUBPROTOCOL,
     MAGIC,
     MIN_BINARY_BYTES,
@@ -22,11 +26,7 @@ from openenv_gym.binary_frames import (
     encode_observation_frame,
     is_binary_frame,
 )
-from openenv_gym.env import OpenEnvEnv
-from openenv_gym.envs.gymnasium import gymnasium_server
-from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol import http_to_ws_url
-from openenv_gym.server import ServerThread
+from openenv_gym.wire.messages import http_to_ws_url
 
 
 def observation_message(observation: dict[str, Any]) -> dict[str, Any]:

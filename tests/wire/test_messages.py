@@ -8,7 +8,7 @@ import re
 import pytest
 
 from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
-from openenv_gym.protocol import (
+from openenv_gym.wire.messages import (
     ClientMessageError,
     ErrorCode,
     ObservationReply,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from websockets.asyncio.server import ServerConnection
 
+from openenv_gym.client import SyncSession, fetch_schema, get_json, is_healthy
 from openenv_gym.errors import (
     ConnectionLostError,
     NotAnOpenEnvServerError,
@@ -21,8 +22,7 @@ from openenv_gym.errors import (
     ServerReplyError,
     SessionClosedError,
 )
-from openenv_gym.protocol import ObservationReply, reset_message, state_message, step_message
-from openenv_gym.transport import SyncSession, fetch_schema, get_json, is_healthy
+from openenv_gym.wire.messages import ObservationReply, reset_message, state_message, step_message
 from tests.conftest import RawWebSocketServer, free_port
 
 

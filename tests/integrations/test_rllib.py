@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("ray.rllib")
 
 from openenv_gym import OpenEnvVectorEnv
-from openenv_gym.rllib import env_creator, openenv_config, register_env, rllib_env_id
+from openenv_gym.integrations.rllib import env_creator, openenv_config, register_env, rllib_env_id
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from openenv_gym import OpenEnvVectorEnv
-from openenv_gym.capacity import fetch_capacity
+from openenv_gym.client.capacity import fetch_capacity
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import InsufficientCapacityError
 from openenv_gym.server import ServerThread

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, get_json
 from openenv_gym.errors import InsufficientCapacityError, NotAnOpenEnvServerError
-from openenv_gym.protocol import CAPACITY_PATH
-from openenv_gym.transport import DEFAULT_CONNECT_TIMEOUT, get_json
+from openenv_gym.wire.messages import CAPACITY_PATH
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ server-side state; no sub-env is wrapped by a ``gymnasium.Wrapper``.
 
 Example:
     >>> from stable_baselines3 import PPO  # doctest: +SKIP
-    >>> from openenv_gym.sb3 import make_vec_env  # doctest: +SKIP
+    >>> from openenv_gym.integrations.sb3 import make_vec_env  # doctest: +SKIP
     >>> vec = make_vec_env("openenv/CartPole-v1", n_envs=4, seed=0)  # doctest: +SKIP
     >>> PPO("MlpPolicy", vec).learn(10_000)  # doctest: +SKIP
 """
@@ -61,7 +61,7 @@ class OpenEnvVecEnv(VecEnv):
         if not isinstance(vector_env, OpenEnvVectorEnv):
             raise VectorUsageError(
                 f"expected an OpenEnvVectorEnv, got {type(vector_env).__name__}; use "
-                "openenv_gym.sb3.make_vec_env(...) to build one"
+                "openenv_gym.integrations.sb3.make_vec_env(...) to build one"
             )
         if vector_env.autoreset_mode != AutoresetMode.SAME_STEP:
             raise VectorUsageError(

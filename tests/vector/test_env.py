@@ -151,13 +151,14 @@ def test_make_vec_embedded_server_is_stopped_on_close() -> None:
     assert all(os.path.exists(path) for path in sockets)
     # Sessions past the first go over the server's Unix sockets (no TCP stack per message).
     families = [
-        envs._sessions[i]._connection.transport.get_extra_info("socket").family for i in (1, 2)
+        envs._fleet.sessions[i]._connection.transport.get_extra_info("socket").family
+        for i in (1, 2)
     ]
     assert families == [socket.AF_UNIX, socket.AF_UNIX]
     envs.reset(seed=0)
     envs.step(np.array([1, 0, 1]))
     envs.close()
-    assert not openenv_gym.transport.is_healthy(url, timeout=1.0)
+    assert not openenv_gym.client.is_healthy(url, timeout=1.0)
     assert not any(os.path.exists(path) for path in sockets)
 
 

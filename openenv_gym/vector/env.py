@@ -1,7 +1,7 @@
 """``OpenEnvVectorEnv``: N remote OpenEnv sessions as one ``gymnasium.vector.VectorEnv``.
 
 All N sessions live on the process's one background event loop
-(:func:`openenv_gym.transport.background_loop`). A ``step`` encodes the N actions, hands
+(:func:`openenv_gym.client.background_loop`). A ``step`` encodes the N actions, hands
 the whole batch to the loop thread in ONE hop, sends every frame before awaiting any
 reply (so the N round trips overlap), and writes the decoded observations into
 preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async` (send, return at
@@ -46,56 +46,51 @@ import asyncio
 import concurrent.futures
 import contextlib
 import copy
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_gym.binary_frames import decode_frame, is_binary_frame
-from openenv_gym.capacity import fetch_capacity, insufficient_capacity_error
-from openenv_gym.env import OpenEnvEnv, reply_info
+from openenv_gym.client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_ENCODING,
+    ENCODINGS,
+    background_loop,
+    exchange_many,
+    run_sync,
+)
+from openenv_gym.env import reply_info
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
-    CapacityReachedError,
     OpenEnvGymError,
     ProtocolError,
-    ServerConnectionError,
     ServerReplyError,
     SubEnvError,
     VectorUsageError,
 )
-from openenv_gym.protocol import (
-    ObservationReply,
-    StateReply,
-    encode_message,
-    parse_server_message,
-    parse_server_object,
-    reset_message,
-    state_message,
-    step_message,
-)
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.transport import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_ENCODING,
-    ENCODINGS,
-    Session,
-    background_loop,
-    exchange_many,
-    is_healthy,
-    run_sync,
+from openenv_gym.vector.fleet import (
+    STATE_FRAME,
+    Fleet,
+    check_base_urls,
+    check_num_envs,
+    check_sessions_per_server,
+    make_template,
+)
+from openenv_gym.wire.binary import parse_frame
+from openenv_gym.wire.messages import (
+    ObservationReply,
+    encode_message,
+    reset_message,
+    step_message,
 )
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
 RECONNECTED_KEY: Final = "reconnected"
-_STATE_FRAME: Final = encode_message(state_message())
 
 
 class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
@@ -150,11 +145,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     ) -> None:
         self._closed = True  # until the sessions are open
         self._pending: tuple[concurrent.futures.Future[list[Any]], np.ndarray | None] | None = None
-        self._sessions: list[Session] = []
-        self._owned_providers: dict[str, ServerProvider] = {}
-        self.num_envs = _check_num_envs(num_envs)
-        urls = _check_base_urls(base_url)
-        per_server = _check_sessions_per_server(sessions_per_server, urls, self.num_envs)
+        self.num_envs = check_num_envs(num_envs)
+        urls = check_base_urls(base_url)
+        per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
         if urls is None and id is None:
             raise VectorUsageError(
                 "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
@@ -179,44 +172,46 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.copy = copy
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
+        fleet = self._fleet = Fleet(
+            self.num_envs,
+            encoding=encoding,
+            connect_options={
+                "connect_timeout": env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+                "token": env_kwargs.get("token"),
+            },
+        )
 
         if urls is not None:  # before any session is open: nothing of ours is counted yet
             needed: dict[str, int] = {}
             for i in range(num_envs):
                 url = urls[i % len(urls)].rstrip("/")
                 needed[url] = needed.get(url, 0) + 1
-            timeout = env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
-            self._connect_options = {"connect_timeout": timeout, "token": env_kwargs.get("token")}
-            self._check_capacity(needed, {})
-        template = _make_template(id, urls, env_kwargs, encoding)
+            fleet.check_capacity(needed, {})
+        template = make_template(id, urls, env_kwargs, encoding)
         session, provider = template.detach()
         first_url = template.base_url
         if provider.owns_server:
-            self._owned_providers[first_url] = provider
-        self._urls = [
+            fleet.providers[first_url] = provider
+        fleet.urls = [
             (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
         ]
-        self._urls[0] = first_url
+        fleet.urls[0] = first_url
         if per_server < num_envs:
             try:
-                self._start_more_servers(id, env_kwargs, encoding, per_server)
+                fleet.start_more_servers(id, env_kwargs, encoding, per_server)
             except BaseException:
                 session.close()
-                for started in self._owned_providers.values():
+                for started in fleet.providers.values():
                     started.stop()
                 raise
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        self._connect_options = template.connect_options
-        self._reply_timeout = float(self._connect_options["reply_timeout"])
-        self._call_timeout = (
-            self._reply_timeout + float(self._connect_options["connect_timeout"]) + 30.0
-        )
-        self._sessions = [session.session]
+        fleet.set_options(template.connect_options)
+        fleet.sessions = [session.session]
         self._closed = False
         try:
-            self._open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
+            fleet.open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
         except BaseException:
             self.close()
             raise
@@ -259,146 +254,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._truncated_key = key
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
         self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
-
-    def _start_more_servers(
-        self, id: str | None, env_kwargs: Mapping[str, Any], encoding: str, per_server: int
-    ) -> None:
-        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``."""
-        for first in range(per_server, self.num_envs, per_server):
-            extra = _make_template(id, None, env_kwargs, encoding)
-            extra_session, extra_provider = extra.detach()
-            extra_session.close()  # the sessions are opened with the others below
-            url = extra.base_url
-            self._owned_providers[url] = extra_provider
-            for i in range(first, min(first + per_server, self.num_envs)):
-                self._urls[i] = url
-
-    def _unix_sockets(self, url: str) -> list[str]:
-        """The Unix sockets of a server this env started (empty for any other server)."""
-        provider = self._owned_providers.get(url)
-        return list(getattr(provider, "unix_sockets", None) or [])
-
-    def _check_capacity(self, needed: Mapping[str, int], already: Mapping[str, int]) -> set[str]:
-        """``GET /capacity`` of each URL; raise when a server reports too few free slots.
-
-        ``already`` counts this env's sessions that are open there (and so not free).
-        Returns the URLs that reported their capacity.
-        """
-        accepted: dict[str, int | None] = {}
-        known: set[str] = set()
-        short = False
-        for url, count in needed.items():
-            capacity = fetch_capacity(
-                url,
-                timeout=self._connect_options["connect_timeout"],
-                token=self._connect_options.get("token"),
-            )
-            if capacity.free is not None:
-                known.add(url)
-                accepted[url] = capacity.free + already.get(url, 0)
-                short = short or capacity.free < count - already.get(url, 0)
-        if short:
-            raise insufficient_capacity_error(
-                requested=self.num_envs,
-                needed=needed,
-                accepted={url: accepted.get(url) for url in needed},
-                known=known,
-            )
-        return known
-
-    def _open_sessions(
-        self, indices: Sequence[int], *, check_capacity: bool, verify: Sequence[int] = ()
-    ) -> None:
-        """Open sessions for ``indices`` (at ``self._urls[i]``).
-
-        Args:
-            check_capacity: Ask ``GET /capacity`` first.
-            verify: Indices whose session is already open and not yet known to be accepted
-                (a server at capacity accepts the WebSocket, then refuses the session).
-        """
-        every = [*verify, *indices]
-        if not every:
-            return
-        needed: dict[str, int] = {}
-        for i in every:
-            needed[self._urls[i]] = needed.get(self._urls[i], 0) + 1
-        known: set[str] = set()
-        if check_capacity:
-            already: dict[str, int] = {}
-            for i in verify:
-                already[self._urls[i]] = already.get(self._urls[i], 0) + 1
-            known = self._check_capacity(needed, already)
-        opened = run_sync(
-            self._open_all([self._urls[i] for i in indices], [self._sessions[i] for i in verify]),
-            self._call_timeout,
-        )
-        refused: dict[str, int] = {}
-        first_error: BaseException | None = None
-        for i, outcome in zip(every, opened, strict=True):
-            if isinstance(outcome, CapacityReachedError):
-                refused[self._urls[i]] = refused.get(self._urls[i], 0) + 1
-            elif isinstance(outcome, BaseException):
-                first_error = first_error or outcome
-        if refused or first_error is not None:
-            run_sync(_close_all([s for s in opened if isinstance(s, Session)]), self._call_timeout)
-            if first_error is not None:
-                raise first_error
-            accepted: dict[str, int | None] = {
-                url: count - refused.get(url, 0) for url, count in needed.items()
-            }
-            raise insufficient_capacity_error(
-                requested=self.num_envs, needed=needed, accepted=accepted, known=known
-            )
-        for i, outcome in zip(every, opened, strict=True):
-            assert isinstance(outcome, Session)  # every failure raised above
-            if i < len(self._sessions):
-                self._sessions[i] = outcome
-            else:
-                self._sessions.append(outcome)
-
-    async def _open_all(
-        self, urls: list[str], existing: list[Session]
-    ) -> list[Session | BaseException]:
-        """Open one session per URL; then a ``state`` round trip on them and on ``existing``
-        shows which were refused (CAPACITY_REACHED). Outcomes: ``existing``, then new ones."""
-        options = self._connect_options
-        sockets = {url: self._unix_sockets(url) for url in set(urls)}
-        new: list[Session | BaseException] = list(
-            await asyncio.gather(
-                *(
-                    Session.open(
-                        url,
-                        connect_timeout=options["connect_timeout"],
-                        reply_timeout=options["reply_timeout"],
-                        max_message_size=options["max_message_size"],
-                        headers=options["headers"],
-                        token=options.get("token"),
-                        encoding=self.encoding,
-                        # Spread over the server's worker sockets, round-robin.
-                        unix_path=sockets[url][k % len(sockets[url])] if sockets[url] else None,
-                    )
-                    for k, url in enumerate(urls)
-                ),
-                return_exceptions=True,
-            )
-        )
-        outcomes: list[Session | BaseException] = [*existing, *new]
-        opened = [(k, s) for k, s in enumerate(outcomes) if isinstance(s, Session)]
-        replies = await exchange_many(
-            [s for _, s in opened], [_STATE_FRAME] * len(opened), self._reply_timeout
-        )
-        for (k, session), raw in zip(opened, replies, strict=True):
-            if isinstance(raw, BaseException):
-                outcomes[k] = raw
-                continue
-            try:
-                _parse_frame(raw, url=session.url)
-            except CapacityReachedError as exc:
-                await session.close()
-                outcomes[k] = exc
-            except (ServerReplyError, ProtocolError):
-                pass  # the session is open; the env just does not serve ``state``
-        return outcomes
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -502,7 +357,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 frames[i] = self._plain_reset_frame
             was_resetting = resetting.copy()
         future = asyncio.run_coroutine_threadsafe(
-            exchange_many(self._sessions, frames, self._reply_timeout), background_loop()
+            exchange_many(self._fleet.sessions, frames, self._fleet.reply_timeout),
+            background_loop(),
         )
         self._pending = (future, was_resetting)
 
@@ -596,7 +452,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             future, _ = self._pending
             self._pending = None
             with contextlib.suppress(Exception):
-                future.result(self._call_timeout)
+                future.result(self._fleet.call_timeout)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
@@ -604,23 +460,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             return
         self._drain_pending()
         self._closed = True
-        try:
-            run_sync(_close_all(self._sessions), 30.0)
-        finally:
-            for provider in self._owned_providers.values():
-                provider.stop()
+        self._fleet.close()
 
     # ------------------------------------------------------------------ extras
 
     @property
     def servers(self) -> list[ServerProvider]:
         """The servers this env started (and stops on close), e.g. the embedded one."""
-        return list(self._owned_providers.values())
+        return list(self._fleet.providers.values())
 
     @property
     def base_urls(self) -> list[str]:
         """The server URL of each sub-env."""
-        return list(self._urls)
+        return list(self._fleet.urls)
 
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
@@ -628,15 +480,17 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._drain_pending()
         indices = list(range(self.num_envs))
         raws = run_sync(
-            exchange_many(self._sessions, [_STATE_FRAME] * self.num_envs, self._reply_timeout),
-            self._call_timeout,
+            exchange_many(
+                self._fleet.sessions, [STATE_FRAME] * self.num_envs, self._fleet.reply_timeout
+            ),
+            self._fleet.call_timeout,
         )
         states = []
         for i in indices:
             raw = raws[i]
             if isinstance(raw, OpenEnvGymError):
                 raise self._sub_env_error(i, raw) from raw
-            reply = _parse_frame(raw, url=self._sessions[i].url)
+            reply = parse_frame(raw, url=self._fleet.sessions[i].url)
             states.append(getattr(reply, "state", None) or dict(getattr(reply, "observation", {})))
         return states
 
@@ -723,14 +577,14 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         With ``retry_frames`` (resets) the frame is sent again on the reopened session.
         With ``pending`` the frames were already sent (:meth:`step_async`): collect only.
         """
-        sessions = self._sessions
+        sessions = self._fleet.sessions
         if pending is None:
             raws = run_sync(
-                exchange_many([sessions[i] for i in indices], frames, self._reply_timeout),
-                self._call_timeout,
+                exchange_many([sessions[i] for i in indices], frames, self._fleet.reply_timeout),
+                self._fleet.call_timeout,
             )
         else:
-            raws = pending.result(self._call_timeout)
+            raws = pending.result(self._fleet.call_timeout)
         replies: list[ObservationReply | None] = []
         broken: list[int] = []
         for k, (i, raw) in enumerate(zip(indices, raws, strict=True)):
@@ -742,7 +596,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 continue
             replies.append(self._parse(i, raw))
         if broken:
-            self._reconnect([indices[k] for k in broken], [raws[k] for k in broken])
+            self._fleet.reconnect([indices[k] for k in broken])
             if retry_frames is not None:
                 again = self._exchange(
                     [indices[k] for k in broken],
@@ -756,9 +610,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return replies
 
     def _parse(self, index: int, raw: str | bytes) -> ObservationReply:
-        url = self._sessions[index].url
+        url = self._fleet.sessions[index].url
         try:
-            reply = _parse_frame(raw, url=url)
+            reply = parse_frame(raw, url=url)
         except (ServerReplyError, ProtocolError) as exc:
             exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
             raise
@@ -771,37 +625,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return reply
 
     def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
-        url = self._sessions[index].url if index < len(self._sessions) else self._urls[index]
-        hint = (
-            "reconnecting failed"
-            if self.reconnect
-            else "pass reconnect=True to reopen broken sessions and go on"
-        )
-        return SubEnvError(
-            f"sub-env {index} of the vector env lost its session at {url}: {cause} ({hint})",
-            index=index,
-            url=url,
-        )
-
-    def _reconnect(self, indices: list[int], causes: list[Any]) -> None:
-        """Reopen the sessions of ``indices``, restarting an owned server that died."""
-        for url in {self._urls[i] for i in indices}:
-            provider = self._owned_providers.get(url)
-            if provider is None or is_healthy(url, timeout=2.0):
-                continue
-            provider.stop()
-            try:
-                new_url = provider.start().rstrip("/")
-            except OpenEnvGymError as exc:
-                i = next(j for j in indices if self._urls[j] == url)
-                raise self._sub_env_error(i, exc) from exc
-            del self._owned_providers[url]
-            self._owned_providers[new_url] = provider
-            self._urls = [new_url if u == url else u for u in self._urls]
-        try:
-            self._open_sessions(indices, check_capacity=False)
-        except (ServerConnectionError, CapacityReachedError, OpenEnvGymError) as exc:
-            raise self._sub_env_error(indices[0], exc) from exc
+        return self._fleet.sub_env_error(index, cause, reconnect=self.reconnect)
 
     def _write_observation(self, index: int, reply: ObservationReply) -> None:
         row = self._row_length
@@ -821,7 +645,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         try:
             return self._observation_codec.decode(reply.observation)
         except OpenEnvGymError as exc:
-            exc.add_note(f"(from sub-env {index} of the vector env, at {self._urls[index]})")
+            exc.add_note(f"(from sub-env {index} of the vector env, at {self._fleet.urls[index]})")
             raise
 
     def _finish_observations(self) -> None:
@@ -849,90 +673,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return reply_info(self._observation_codec, reply)
 
     def __repr__(self) -> str:
-        servers = sorted(set(self._urls)) if self._urls else []
+        servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []
         return f"OpenEnvVectorEnv(num_envs={self.num_envs}, servers={servers})"
-
-
-async def _close_all(sessions: Sequence[Session]) -> None:
-    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-
-
-def _check_sessions_per_server(
-    sessions_per_server: Any, urls: list[str] | None, num_envs: int
-) -> int:
-    """How many sessions go to each embedded server (``num_envs`` for one server)."""
-    if sessions_per_server is None:
-        return num_envs
-    if urls is not None:
-        raise VectorUsageError(
-            "sessions_per_server starts embedded servers, but base_url names running ones; "
-            "pass one or the other"
-        )
-    if isinstance(sessions_per_server, bool) or not isinstance(sessions_per_server, int):
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server!r}"
-        )
-    if sessions_per_server < 1:
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server}"
-        )
-    return min(sessions_per_server, num_envs)
-
-
-def _check_num_envs(num_envs: Any) -> int:
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
-        raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
-    return int(num_envs)
-
-
-def _check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
-    if base_url is None:
-        return None
-    if isinstance(base_url, str):
-        return [base_url]
-    urls = list(base_url)
-    if not urls or not all(isinstance(u, str) for u in urls):
-        raise VectorUsageError(
-            f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
-        )
-    return urls
-
-
-def _make_template(
-    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any], encoding: str
-) -> OpenEnvEnv:
-    """The one env whose session, spaces and server the vector env takes over."""
-    kwargs = dict(env_kwargs)
-    if id is None or id.rpartition(":")[2].startswith("openenv/"):
-        kwargs["encoding"] = encoding
-    if urls is not None:
-        kwargs["base_url"] = urls[0]
-    if id is None:
-        return OpenEnvEnv(**kwargs)
-    if urls is None and "workers" not in kwargs and _accepts(id, "workers"):
-        kwargs["workers"] = "auto"  # the embedded server: one process per core
-    if urls is None and "unix_socket" not in kwargs and _accepts(id, "unix_socket"):
-        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
-    env = gym.make(id, disable_env_checker=True, **kwargs)
-    unwrapped = env.unwrapped
-    if not isinstance(unwrapped, OpenEnvEnv):
-        env.close()
-        raise VectorUsageError(
-            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id), got "
-            f"{type(unwrapped).__name__}; use gymnasium.make_vec for other envs"
-        )
-    # Wrappers of the single env do not apply: the vector env takes over the bare session.
-    return unwrapped
-
-
-def _accepts(id: str, parameter: str) -> bool:
-    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
-    try:
-        entry_point = gym.spec(id).entry_point
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        return creator is not None and parameter in inspect.signature(creator).parameters
-    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
-        return False
 
 
 class VectorEntryPoint:
@@ -952,13 +694,6 @@ class VectorEntryPoint:
 
     def __repr__(self) -> str:
         return f"VectorEntryPoint({self.id!r})"
-
-
-def _parse_frame(raw: str | bytes, *, url: str) -> ObservationReply | StateReply:
-    """Parse one server frame: JSON text, or a binary observation frame of our servers."""
-    if isinstance(raw, bytes) and is_binary_frame(raw):
-        return parse_server_object(decode_frame(raw), f"<binary frame, {len(raw)} bytes>", url=url)
-    return parse_server_message(raw, url=url)
 
 
 __all__ = ["ENCODINGS", "RECONNECTED_KEY", "OpenEnvVectorEnv", "VectorEntryPoint"]

@@ -1,9 +1,4 @@
-"""WebSocket sessions to OpenEnv servers on one background asyncio loop, and the HTTP calls.
-
-Every session of the process lives on a single event loop that runs in a daemon thread
-(:func:`background_loop`). Synchronous code (a Gymnasium ``step``) hands a coroutine to that
-loop and blocks on its result with :func:`run_sync`; vectorized code can start many
-requests on the loop at once and gather them, so N round trips overlap.
+"""WebSocket sessions to OpenEnv servers, used on the background loop (:mod:`.loop`).
 
 Every network call has a timeout: opening a connection (``connect_timeout``) and waiting
 for each reply (``reply_timeout``). A reply that does not come in time closes the session:
@@ -13,7 +8,7 @@ Observation encoding (``encoding=``): ``"auto"`` (the default) offers the WebSoc
 subprotocol ``openenv-gym.binary.v1`` and uses it when the server accepts it (our servers
 do; official ones ignore the offer and speak plain JSON); ``"json"`` offers nothing;
 ``"binary"`` requires it and raises :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
-when the server does not accept it. See :mod:`openenv_gym.binary_frames`.
+when the server does not accept it. See :mod:`openenv_gym.wire.binary`.
 
 Per-message compression (permessage-deflate) is turned off: on a 100 KB observation frame
 it costs 4-5x the time of sending it uncompressed over loopback.
@@ -27,16 +22,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import ipaddress
-import os
-import threading
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, Final, TypeVar
-from urllib.parse import urlsplit
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-import httpx
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import (
     ConnectionClosed,
@@ -46,9 +35,15 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
-from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
+from openenv_gym.client.http import (
+    DEFAULT_CONNECT_TIMEOUT,
+    auth_error,
+    auth_headers,
+    is_loopback_url,
+    resolve_token,
+)
+from openenv_gym.client.loop import run_sync
 from openenv_gym.errors import (
-    AuthenticationError,
     BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
@@ -59,9 +54,8 @@ from openenv_gym.errors import (
     SessionClosedError,
     UnknownEncodingError,
 )
-from openenv_gym.protocol import (
-    HEALTH_PATH,
-    SCHEMA_PATH,
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
+from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
     close_message,
@@ -69,13 +63,9 @@ from openenv_gym.protocol import (
     http_to_ws_url,
     parse_server_message,
     parse_server_object,
-    ws_to_http_url,
 )
-from openenv_gym.wsframes import send_frame
+from openenv_gym.wire.wsframes import send_frame
 
-T = TypeVar("T")
-
-DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 2**20
 #: The values of ``encoding=``.
@@ -95,110 +85,6 @@ def check_encoding(encoding: str) -> str:
             "raw-byte observations when the server supports them and JSON otherwise."
         )
     return encoding
-
-
-#: The environment variable holding the bearer token (client and server side).
-TOKEN_ENV_VAR: Final = "OPENENV_TOKEN"
-
-
-def resolve_token(token: str | None = None) -> str | None:
-    """``token``, else the ``OPENENV_TOKEN`` environment variable, else ``None``."""
-    if token is not None:
-        return token
-    return os.environ.get(TOKEN_ENV_VAR) or None
-
-
-def auth_headers(token: str | None) -> dict[str, str]:
-    """``{"Authorization": "Bearer <token>"}``, or ``{}`` without a token."""
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-def _auth_error(url: str, status: int, token: str | None) -> AuthenticationError:
-    sent = "a token that it refused" if token else "no token"
-    return AuthenticationError(
-        f"{url} answered HTTP {status}: the server requires a bearer token and we sent {sent}. "
-        f"Pass token=... (or set {TOKEN_ENV_VAR}) to the token the server was started with "
-        "(`openenv-gym serve ... --token` or its OPENENV_TOKEN).",
-        url=url,
-    )
-
-
-# --------------------------------------------------------------------------- the loop
-
-
-class _LoopThread:
-    """An asyncio loop running forever in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.pid = os.getpid()
-        self.thread = threading.Thread(target=self._run, name="openenv-gym-loop", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-
-_loop_thread: _LoopThread | None = None
-_loop_lock = threading.Lock()
-
-
-def background_loop() -> asyncio.AbstractEventLoop:
-    """The process's one event loop for sessions, started on first use.
-
-    A forked child gets a loop of its own (the parent's thread does not survive a fork).
-    """
-    global _loop_thread
-    with _loop_lock:
-        if _loop_thread is None or _loop_thread.pid != os.getpid():
-            _loop_thread = _LoopThread()
-        return _loop_thread.loop
-
-
-def _forget_loop_after_fork() -> None:
-    global _loop_thread, _loop_lock
-    _loop_thread = None
-    _loop_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_loop_after_fork)
-
-
-def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run ``coro`` on the background loop and block until it is done.
-
-    Raises:
-        RuntimeError: Called from the background loop's own thread (it would deadlock).
-    """
-    loop = background_loop()
-    owner = _loop_thread
-    if owner is not None and threading.current_thread() is owner.thread:
-        coro.close()
-        raise RuntimeError(
-            "run_sync() was called from the openenv-gym event loop thread; "
-            "await the coroutine instead"
-        )
-    future = asyncio.run_coroutine_threadsafe(coro, loop)
-    try:
-        return future.result(timeout)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise
-
-
-def is_loopback_url(url: str) -> bool:
-    """Whether the URL's host is on the loopback interface (no proxy is used for it)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-# --------------------------------------------------------------------------- sessions
 
 
 class Session:
@@ -282,7 +168,7 @@ class Session:
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
-                raise _auth_error(url, status, token) from exc
+                raise auth_error(url, status, token) from exc
             raise NotAnOpenEnvServerError(
                 f"{url} answered HTTP {status} instead of opening a WebSocket: this is not an "
                 f"OpenEnv server, or base_url is wrong. Expected an OpenEnv server whose "
@@ -534,84 +420,13 @@ class SyncSession:
             run_sync(self.session.close(), 10.0)
 
 
-# --------------------------------------------------------------------------- HTTP
-
-
-def get_json(
-    base_url: str,
-    path: str,
-    *,
-    timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    token: str | None = None,
-) -> Any:
-    """``GET {base_url}{path}`` and return the JSON body.
-
-    ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
-
-    Raises:
-        AuthenticationError: The server refused the token (HTTP 401/403).
-        ServerConnectionError: Connection refused, timed out, or the URL is malformed.
-        NotAnOpenEnvServerError: A non-2xx status, or a body that is not JSON.
-    """
-    base = ws_to_http_url(base_url).rstrip("/")
-    url = base + path
-    token = resolve_token(token)
-    try:
-        with httpx.Client(timeout=timeout, trust_env=not is_loopback_url(base)) as client:
-            response = client.get(url, headers=auth_headers(token))
-    except httpx.TimeoutException as exc:
-        raise ServerConnectionError(
-            f"GET {url} timed out after {timeout:g}s; is the server up?", url=url
-        ) from exc
-    except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-        raise ServerConnectionError(
-            f"could not reach {url}: {exc}. Is an OpenEnv server running at {base}? Start one "
-            "with `openenv-gym serve ...`, or leave base_url unset to start an embedded server.",
-            url=url,
-        ) from exc
-    if response.status_code in (401, 403):
-        raise _auth_error(url, response.status_code, token)
-    if response.status_code != 200:
-        raise NotAnOpenEnvServerError(
-            f"GET {url} answered HTTP {response.status_code}; an OpenEnv server answers 200 "
-            f"there. Is {base} an OpenEnv server (and base_url without a path suffix)?",
-            url=url,
-        )
-    try:
-        return response.json()
-    except ValueError as exc:
-        raise NotAnOpenEnvServerError(
-            f"GET {url} did not return JSON: {response.text[:200]!r}", url=url
-        ) from exc
-
-
-def fetch_schema(
-    base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT, token: str | None = None
-) -> dict[str, Any]:
-    """``GET /schema``: ``{"action": JSONSchema, "observation": JSONSchema, "state": ...}``.
-
-    Raises:
-        AuthenticationError: The server refused the token.
-        NotAnOpenEnvServerError: The reply lacks the action/observation schemas.
-    """
-    schema = get_json(base_url, SCHEMA_PATH, timeout=timeout, token=token)
-    if not (
-        isinstance(schema, dict)
-        and isinstance(schema.get("action"), dict)
-        and isinstance(schema.get("observation"), dict)
-    ):
-        raise NotAnOpenEnvServerError(
-            f"GET {base_url}{SCHEMA_PATH} returned {str(schema)[:200]!r}; expected an object "
-            "with 'action' and 'observation' JSON Schemas",
-            url=base_url,
-        )
-    return schema
-
-
-def is_healthy(base_url: str, *, timeout: float = 2.0) -> bool:
-    """Whether ``GET /health`` answers ``{"status": "healthy"}``. Never raises."""
-    try:
-        body = get_json(base_url, HEALTH_PATH, timeout=timeout)
-    except ServerConnectionError:
-        return False
-    return isinstance(body, dict) and body.get("status") == "healthy"
+__all__ = [
+    "DEFAULT_ENCODING",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_REPLY_TIMEOUT",
+    "ENCODINGS",
+    "Session",
+    "SyncSession",
+    "check_encoding",
+    "exchange_many",
+]

@@ -1,7 +1,7 @@
 """OpenEnv wire messages: build and parse what travels over ``{base_url}/ws``.
 
 This module is pure: no sockets, no Gymnasium. Both sides use it, the client
-(:mod:`openenv_gym.transport`, :mod:`openenv_gym.env`) and our server runtime
+(:mod:`openenv_gym.client`, :mod:`openenv_gym.env`) and our server runtime
 (:mod:`openenv_gym.server`), so both speak the exact JSON of the official ``openenv``
 package (0.10.0):
 
@@ -89,6 +89,16 @@ def _replace_non_finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_replace_non_finite(v) for v in value]
     return value
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters, lone surrogates escaped: safe to echo as JSON.
+
+    >>> printable("\\ud800" + "x" * 10, 4)
+    '\\\\ud800xxx... (11 chars)'
+    """
+    short = text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _shorten(raw: Any, limit: int = 300) -> str:
@@ -317,19 +327,29 @@ def parse_client_message(raw: str | bytes) -> ClientMessage:
         message = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
+    except RecursionError:
+        raise ClientMessageError(
+            ErrorCode.INVALID_JSON, "Invalid JSON: nested too deeply to parse"
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
     if not isinstance(message, dict):
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
             f"Invalid message: expected a JSON object, got {type(message).__name__}",
         )
     kind = message.get("type", "")
-    if kind not in _CLIENT_TYPES:
-        raise ClientMessageError(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+    if type(kind) is not str or kind not in _CLIENT_TYPES:
+        shown = kind if type(kind) is str else type(kind).__name__
+        raise ClientMessageError(
+            ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}"
+        )
     extra = set(message) - {"type", "data"}
     if extra:
+        keys = printable(repr(sorted(extra)), 200)
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: unexpected keys {sorted(extra)} in a {kind!r} message",
+            f"Invalid message: unexpected keys {keys} in a {kind!r} message",
         )
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:
