@@ -156,6 +156,11 @@ class EpisodeTracker:
         """Whether sub-env ``i`` has an observation to step from (reset since its last end)."""
         return self.previous[i] is not None or bool(self._resetting[i])
 
+    def end(self, mask: np.ndarray) -> None:
+        """Sub-envs a wrapper ended by itself (``DISABLED`` mode: the caller resets them)."""
+        for i in np.flatnonzero(mask):
+            self.previous[i] = None
+
     def step(
         self,
         observations: Any,

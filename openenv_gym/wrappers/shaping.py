@@ -50,6 +50,7 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 from openenv_gym.errors import WrapperConfigError
 from openenv_gym.wrappers.episodes import EpisodeTracker
+from openenv_gym.wrappers.fields import check_scalar_field, read_field
 
 RAW_REWARD_KEY: Final = "raw_reward"
 
@@ -115,47 +116,6 @@ class Clip(RewardTerm):
         return min(max(reward, self.low), self.high)
 
 
-def _read_field(value: Any, key: str | int, where: str) -> Any:
-    if isinstance(key, str):
-        if not isinstance(value, Mapping) or key not in value:
-            raise KeyError(f"{where} has no field {key!r}")
-        return value[key]
-    return np.asarray(value).reshape(-1)[key]
-
-
-def _check_field(space: spaces.Space[Any], key: str | int, path: str) -> None:
-    if isinstance(key, str):
-        if not isinstance(space, spaces.Dict) or key not in space.spaces:
-            names = list(space.spaces) if isinstance(space, spaces.Dict) else []
-            raise WrapperConfigError(
-                f"{path}: observation field {key!r} does not exist; expected one of {names} "
-                f"(the observation space is {space})",
-                path=path,
-            )
-        sub = space.spaces[key]
-        if not isinstance(sub, spaces.Discrete | spaces.Box) or (
-            isinstance(sub, spaces.Box) and sub.shape not in ((), (1,))
-        ):
-            raise WrapperConfigError(
-                f"{path}: observation field {key!r} is {sub}, expected a scalar "
-                "(Discrete, or a Box of shape () or (1,))",
-                path=path,
-            )
-        return
-    if not isinstance(space, spaces.Box | spaces.Discrete):
-        raise WrapperConfigError(
-            f"{path}: an integer index needs a Box or Discrete observation space, got {space}; "
-            "use a field name for Dict observations",
-            path=path,
-        )
-    size = int(np.prod(space.shape)) if isinstance(space, spaces.Box) else 1
-    if not -size <= key < size:
-        raise WrapperConfigError(
-            f"{path}: index {key} is out of range for an observation of {size} value(s)",
-            path=path,
-        )
-
-
 @dataclass(frozen=True)
 class PotentialShaping(RewardTerm):
     """``reward + gamma * Phi(s') - Phi(s)``, with ``Phi(s') = 0`` when ``s'`` is terminal.
@@ -186,7 +146,7 @@ class FieldPotential:
     weight: float = 1.0
 
     def __call__(self, observation: Any) -> float:
-        return self.weight * float(_read_field(observation, self.key, "the observation"))
+        return self.weight * float(read_field(observation, self.key, "the observation"))
 
 
 @dataclass(frozen=True)
@@ -216,12 +176,12 @@ class FieldBonus(RewardTerm):
                 return reward + self.weight * self.default
             value = transition.info[self.key]  # type: ignore[index]
         else:
-            value = _read_field(transition.next_observation, self.key, "the observation")
+            value = read_field(transition.next_observation, self.key, "the observation")
         return reward + self.weight * float(value)
 
     def check_space(self, observation_space: spaces.Space[Any], path: str) -> None:
         if self.source == "observation":
-            _check_field(observation_space, self.key, path)
+            check_scalar_field(observation_space, self.key, path)
 
 
 class RewardShaper:
