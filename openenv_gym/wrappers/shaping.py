@@ -35,20 +35,28 @@ Example:
 from __future__ import annotations
 
 import importlib
-import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import VectorEnv, VectorWrapper
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictStr,
+    model_validator,
+)
 
 from openenv_gym.errors import WrapperConfigError
+from openenv_gym.validation import load_config, validate
 from openenv_gym.wrappers.episodes import EpisodeTracker
 from openenv_gym.wrappers.fields import check_scalar_field, read_field
 
@@ -227,85 +235,15 @@ class RewardShaper:
                 the message and ``path`` attribute name the offending entry.
         """
         data = load_config(config) if isinstance(config, str | Path) else config
-        if not isinstance(data, Mapping):
-            raise WrapperConfigError(
-                f"a shaping config must be a mapping with a 'terms' list, got {type(data).__name__}"
-            )
-        unknown = set(data) - {"terms"}
-        if unknown:
-            raise WrapperConfigError(
-                f"unknown top-level key(s) {sorted(unknown)} in the shaping config; "
-                "expected only 'terms'",
-                path=str(sorted(unknown)[0]),
-            )
-        terms = data.get("terms")
-        if not isinstance(terms, list) or not terms:
-            raise WrapperConfigError(
-                f"'terms' must be a non-empty list of terms, got {terms!r}", path="terms"
-            )
-        return cls([_term_from_config(entry, f"terms[{i}]") for i, entry in enumerate(terms)])
-
-
-def load_config(path: str | Path) -> Any:
-    """Read a YAML or JSON config file (YAML needs ``pyyaml``: the ``[yaml]`` extra)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WrapperConfigError(f"cannot read the config file {str(path)!r}: {exc}") from exc
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise WrapperConfigError(f"{str(path)!r} is not valid JSON: {exc}") from exc
-    if suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as exc:
-            raise WrapperConfigError(
-                f"reading {str(path)!r} needs pyyaml: pip install 'openenv-gym[yaml]'"
-            ) from exc
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise WrapperConfigError(f"{str(path)!r} is not valid YAML: {exc}") from exc
-    raise WrapperConfigError(
-        f"unknown config file type {suffix!r} for {str(path)!r}; expected .yaml, .yml or .json"
-    )
-
-
-def _number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise WrapperConfigError(f"{path} must be a finite number, got {value!r}", path=path)
-    return float(value)
-
-
-def _key(value: Any, path: str) -> str | int:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise WrapperConfigError(
-            f"{path} must be a field name (str) or a flat index (int), got {value!r}", path=path
-        )
-    return value
-
-
-def _options(value: Any, path: str, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise WrapperConfigError(f"{path} must be a mapping, got {value!r}", path=path)
-    unknown = set(value) - allowed
-    if unknown:
-        raise WrapperConfigError(
-            f"{path} has unknown key(s) {sorted(unknown)}; expected some of {sorted(allowed)}",
-            path=path,
-        )
-    missing = required - set(value)
-    if missing:
-        raise WrapperConfigError(f"{path} needs the key(s) {sorted(missing)}", path=path)
-    return dict(value)
+        return validate(ShapingConfig, data).build()
 
 
 def import_callable(spec: str, path: str = "") -> Callable[..., Any]:
-    """``"package.module:name"`` -> the object it names (must be callable)."""
+    """``"package.module:name"`` -> the object it names (must be callable).
+
+    Raises:
+        WrapperConfigError: Malformed, not importable, or not callable (``path`` names it).
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise WrapperConfigError(
@@ -323,74 +261,129 @@ def import_callable(spec: str, path: str = "") -> Callable[..., Any]:
     return target
 
 
-def _term_from_config(entry: Any, path: str) -> RewardTerm:
-    if not isinstance(entry, Mapping) or len(entry) != 1:
-        raise WrapperConfigError(
-            f"{path} must be a mapping with exactly one of 'scale', 'clip', 'offset', "
-            f"'potential', 'bonus', got {entry!r}",
-            path=path,
-        )
-    ((kind, value),) = entry.items()
-    sub = f"{path}.{kind}"
-    if kind == "scale":
-        return Scale(_number(value, sub))
-    if kind == "offset":
-        return Offset(_number(value, sub))
-    if kind == "clip":
-        if isinstance(value, Mapping):
-            value = _options(value, sub, {"low", "high"}, {"low", "high"})
-            value = [value["low"], value["high"]]
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise WrapperConfigError(
-                f"{sub} must be [low, high] or {{low: .., high: ..}}, got {value!r}", path=sub
+# --------------------------------------------------------------------------- config models
+
+_Strict = ConfigDict(extra="forbid")
+Number = Annotated[float, Field(allow_inf_nan=False), BeforeValidator(lambda v: _not_bool(v))]
+FieldKey = Annotated[str | int, PlainValidator(lambda v: _field_key(v))]
+
+
+def _field_key(value: Any) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError("expected a field name (str) or a flat index (int)")
+    return value
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+    return value
+
+
+class ClipBounds(BaseModel):
+    """``clip: {low: .., high: ..}`` (``clip: [low, high]`` works too)."""
+
+    model_config = _Strict
+    low: Number
+    high: Number
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if len(value) != 2:
+                raise ValueError(f"expected [low, high], got {len(value)} value(s)")
+            return {"low": value[0], "high": value[1]}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ClipBounds:
+        if not self.low <= self.high:
+            raise ValueError(f"clip needs low <= high, got low={self.low}, high={self.high}")
+        return self
+
+
+class PotentialOptions(BaseModel):
+    """``potential: {field: 0, weight: -1.0, gamma: 0.99}`` or ``{function: "pkg.mod:phi"}``."""
+
+    model_config = _Strict
+    function: StrictStr | None = None
+    field: FieldKey | None = None
+    weight: Number | None = None
+    gamma: Annotated[Number, Field(ge=0.0, le=1.0)] = 0.99
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PotentialOptions:
+        if (self.function is None) == (self.field is None):
+            raise ValueError("needs exactly one of 'function' (package.module:callable) or 'field'")
+        if self.function is not None and self.weight is not None:
+            raise ValueError("'weight' only goes with 'field'")
+        return self
+
+
+class BonusOptions(BaseModel):
+    """``bonus: {source: info, key: lives, weight: 0.5, default: 0.0}``."""
+
+    model_config = _Strict
+    source: Literal["observation", "info"]
+    key: FieldKey
+    weight: Number = 1.0
+    default: Number | None = 0.0
+
+
+class TermConfig(BaseModel):
+    """One shaping term: a mapping with exactly one of the keys below."""
+
+    model_config = _Strict
+    scale: Number | None = None
+    clip: ClipBounds | None = None
+    offset: Number | None = None
+    potential: PotentialOptions | None = None
+    bonus: BonusOptions | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TermConfig:
+        given = [name for name in type(self).model_fields if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a term is a mapping with exactly one of 'scale', 'clip', 'offset', "
+                f"'potential', 'bonus'; got {given or 'none'}"
             )
-        low, high = _number(value[0], f"{sub}[0]"), _number(value[1], f"{sub}[1]")
-        try:
-            return Clip(low, high)
-        except WrapperConfigError as exc:
-            raise WrapperConfigError(f"{sub}: {exc}", path=sub) from None
-    if kind == "potential":
-        opts = _options(value, sub, {"function", "field", "weight", "gamma"}, set())
-        gamma = _number(opts.get("gamma", 0.99), f"{sub}.gamma")
-        if not 0.0 <= gamma <= 1.0:
-            raise WrapperConfigError(f"{sub}.gamma must be in [0, 1], got {gamma}", path=sub)
-        if ("function" in opts) == ("field" in opts):
-            raise WrapperConfigError(
-                f"{sub} needs exactly one of 'function' (package.module:callable) or 'field'",
-                path=sub,
-            )
+        return self
+
+    def build(self, path: str) -> RewardTerm:
+        """The :class:`RewardTerm` this entry declares."""
+        if self.scale is not None:
+            return Scale(self.scale)
+        if self.offset is not None:
+            return Offset(self.offset)
+        if self.clip is not None:
+            return Clip(self.clip.low, self.clip.high)
+        if self.bonus is not None:
+            bonus = self.bonus
+            return FieldBonus(bonus.source, bonus.key, bonus.weight, bonus.default)
+        options = self.potential
+        assert options is not None  # _exactly_one
         potential: Potential
-        if "function" in opts:
-            if not isinstance(opts["function"], str):
-                raise WrapperConfigError(f"{sub}.function must be a string", path=sub)
-            potential = import_callable(opts["function"], f"{sub}.function")
-            if "weight" in opts:
-                raise WrapperConfigError(f"{sub}.weight only goes with 'field'", path=sub)
+        if options.function is not None:
+            potential = import_callable(options.function, f"{path}.potential.function")
         else:
+            assert options.field is not None  # _one_source
             potential = FieldPotential(
-                _key(opts["field"], f"{sub}.field"),
-                _number(opts.get("weight", 1.0), f"{sub}.weight"),
+                options.field, 1.0 if options.weight is None else options.weight
             )
-        return PotentialShaping(potential, gamma)
-    if kind == "bonus":
-        opts = _options(value, sub, {"source", "key", "weight", "default"}, {"source", "key"})
-        source = opts["source"]
-        if source not in ("observation", "info"):
-            raise WrapperConfigError(
-                f"{sub}.source must be 'observation' or 'info', got {source!r}", path=sub
-            )
-        default = opts.get("default", 0.0)
-        return FieldBonus(
-            source,
-            _key(opts["key"], f"{sub}.key"),
-            _number(opts.get("weight", 1.0), f"{sub}.weight"),
-            None if default is None else _number(default, f"{sub}.default"),
-        )
-    raise WrapperConfigError(
-        f"{path}: unknown term {kind!r}; expected one of 'scale', 'clip', 'offset', "
-        "'potential', 'bonus'",
-        path=path,
-    )
+        return PotentialShaping(potential, options.gamma)
+
+
+class ShapingConfig(BaseModel):
+    """A reward-shaping config: ``{terms: [...]}`` (see the module docstring)."""
+
+    model_config = _Strict
+    terms: Annotated[list[TermConfig], Field(min_length=1)]
+
+    def build(self) -> RewardShaper:
+        """The :class:`RewardShaper` of these terms."""
+        return RewardShaper([term.build(f"terms[{i}]") for i, term in enumerate(self.terms)])
 
 
 def _shaper(terms: RewardShaper | Sequence[RewardTerm]) -> RewardShaper:
