@@ -293,16 +293,6 @@ __all__ += [
 ]
 
 
-# --------------------------------------------------------------------------- benchmarks
-
-
-class BenchmarkSuiteNotFoundError(OpenEnvGymError, RuntimeError):
-    """``openenv-gym bench`` ran where the repository's ``benchmarks/`` package is missing."""
-
-
-__all__ += ["BenchmarkSuiteNotFoundError"]
-
-
 # --------------------------------------------------------------------------- wrappers
 
 
