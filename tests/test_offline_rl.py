@@ -157,6 +157,8 @@ def test_record_from_yaml_load_every_way_replay_reproduce_and_clone(
     saved = yaml.safe_load((out / "experiment.yaml").read_text())
     assert saved["openenv_gym_version"] == __version__
     assert saved["wrappers"][0] == {"type": "TimeLimit", "max_episode_steps": LIMIT}
+    assert saved["wrappers"][-1]["directory"] == str(out)
+    assert "experiment.yaml" in (out / "README.md").read_text()
     assert load_experiment(out / "experiment.yaml").seed == 7
     again = tmp_path / "again"
     _record(out / "experiment.yaml", again)

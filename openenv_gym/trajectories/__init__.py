@@ -5,7 +5,8 @@
   :class:`~openenv_gym.wrappers.VectorRecordTrajectories`).
 * :mod:`~openenv_gym.trajectories.reader`: :func:`trajectory_arrays` (numpy),
   :func:`load_trajectories` (``datasets``), :func:`trajectory_spaces`,
-  :func:`iter_episodes`, :func:`trajectory_metadata`, :func:`trajectory_files`.
+  :func:`iter_episodes` (Minari's layout), :func:`to_d4rl` (D4RL's),
+  :func:`trajectory_metadata`, :func:`trajectory_files`.
 * :mod:`~openenv_gym.trajectories.hub`: :func:`push_to_hub`.
 * :mod:`~openenv_gym.trajectories.minari_export`: :func:`to_minari`.
 * :mod:`~openenv_gym.trajectories.layout`: the files of a recording directory.
@@ -21,6 +22,7 @@ from openenv_gym.trajectories.reader import (
     Episode,
     iter_episodes,
     load_trajectories,
+    to_d4rl,
     trajectory_arrays,
     trajectory_files,
     trajectory_metadata,
@@ -35,6 +37,7 @@ __all__ = [
     "load_trajectories",
     "push_to_hub",
     "remove_stale_temp_files",
+    "to_d4rl",
     "to_minari",
     "trajectory_arrays",
     "trajectory_files",

@@ -19,6 +19,8 @@ Example:
     True
     >>> bool(arrays["terminated"][-1]), trajectory_spaces(out)[1]
     (True, Discrete(2))
+    >>> sorted(to_d4rl(out))
+    ['actions', 'next_observations', 'observations', 'rewards', 'terminals', 'timeouts']
     >>> episode = next(iter_episodes(out))
     >>> len(episode.observations) == len(episode.actions) + 1
     True
@@ -48,6 +50,7 @@ __all__ = [
     "Episode",
     "iter_episodes",
     "load_trajectories",
+    "to_d4rl",
     "trajectory_arrays",
     "trajectory_files",
     "trajectory_metadata",
@@ -159,6 +162,31 @@ def load_trajectories(directory: str | Path) -> Dataset:
     if not files:
         raise TrajectoryFormatError(f"{str(directory)!r} holds no finished chunk")
     return Dataset.from_parquet([str(f) for f in files])
+
+
+def to_d4rl(directory: str | Path) -> dict[str, np.ndarray]:
+    """The recording as D4RL's ``get_dataset()`` dict (Box observations and actions).
+
+    Keys: ``observations``, ``actions``, ``rewards``, ``next_observations``, ``terminals``
+    (``terminated``) and ``timeouts`` (``truncated``).
+
+    Raises:
+        TrajectoryFormatError: Dict observations or actions (D4RL has one array each).
+    """
+    arrays = trajectory_arrays(directory)
+    if "observation" not in arrays or "action" not in arrays:
+        raise TrajectoryFormatError(
+            f"{str(directory)!r} has Dict observations or actions; D4RL's layout has one array "
+            "each: use trajectory_arrays() or iter_episodes() instead"
+        )
+    return {
+        "observations": arrays["observation"],
+        "actions": arrays["action"],
+        "rewards": arrays["reward"],
+        "next_observations": arrays["next_observation"],
+        "terminals": arrays["terminated"],
+        "timeouts": arrays["truncated"],
+    }
 
 
 @dataclass(frozen=True)

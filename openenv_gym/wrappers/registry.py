@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -439,14 +440,20 @@ class RecordSpec(WrapperSpec):
             "chunk_size": self.chunk_size,
             "max_chunk_bytes": self.max_chunk_bytes,
             "env_id": context.env_id,
-            "metadata": {"experiment": dict(context.resolved_config)}
-            if context.resolved_config
-            else None,
+            "metadata": {"experiment": self._experiment(context)},
         }
+
+    def _experiment(self, context: BuildContext) -> dict[str, Any]:
+        """The resolved config, this entry's ``directory`` set to where the data went."""
+        resolved = copy.deepcopy(dict(context.resolved_config))
+        for entry in resolved.get("wrappers", []):
+            if entry.get("type") == "record":
+                entry["directory"] = str(self._directory(context))
+        return resolved
 
     def wrap(self, env: gym.Env[Any, Any], context: BuildContext) -> gym.Env[Any, Any]:
         recorder = RecordTrajectories(env, self._directory(context), **self._options(context))
-        _save_config(recorder.writer, context)
+        _save_config(recorder.writer, self._experiment(context))
         return recorder
 
     def has_vector_form(self, autoreset_mode: AutoresetName) -> bool:
@@ -454,15 +461,15 @@ class RecordSpec(WrapperSpec):
 
     def wrap_vector(self, env: VectorEnv, context: BuildContext) -> VectorEnv:
         recorder = VectorRecordTrajectories(env, self._directory(context), **self._options(context))
-        _save_config(recorder.writer, context)
+        _save_config(recorder.writer, self._experiment(context))
         return recorder
 
 
-def _save_config(writer: Any, context: BuildContext) -> None:
+def _save_config(writer: Any, experiment: Mapping[str, Any]) -> None:
     from openenv_gym.trajectories.layout import CONFIG_FILE
 
-    if context.resolved_config:
-        writer.write_file(CONFIG_FILE, dump_yaml(context.resolved_config))
+    if experiment:
+        writer.write_file(CONFIG_FILE, dump_yaml(experiment))
 
 
 def dump_yaml(data: Mapping[str, Any]) -> str:

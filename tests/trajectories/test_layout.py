@@ -72,6 +72,20 @@ def test_the_dataset_card_points_datasets_at_the_chunks(tmp_path: Path) -> None:
     assert "offline-rl" in data.tags
 
 
+def test_a_writer_cleans_what_a_writer_killed_before_its_first_chunk_left(tmp_path: Path) -> None:
+    out = tmp_path / "rec"
+    (out / "data").mkdir(parents=True)
+    stale = out / "data" / ".train-000000.parquet.tmp"
+    stale.write_bytes(b"half a chunk")
+    with pytest.raises(TrajectoryFormatError, match="no finished chunk"):
+        trajectory_arrays(out)
+    assert not stale.exists()  # the reader's open removed it
+    stale.write_bytes(b"half a chunk")
+    _record(out, steps=10).close()  # so does a writer's open; the directory is free to use
+    assert not stale.exists()
+    assert len(trajectory_arrays(out)["step"]) == 10
+
+
 def test_a_live_writer_keeps_its_temp_files_and_excludes_a_second_writer(tmp_path: Path) -> None:
     out = tmp_path / "rec"
     live = _record(out, steps=30)
