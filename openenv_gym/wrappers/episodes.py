@@ -194,7 +194,7 @@ class EpisodeTracker:
                 nexts[i] = index_observation(info["final_obs"], i)
                 self.steps[i] = 0
                 started[i] = True
-            elif self.mode == AutoresetMode.DISABLED:
+            elif self.batched:  # DISABLED: the caller resets it (a single env may go on)
                 self.previous[i] = None
         self._resetting = (
             live & ended if self.mode == AutoresetMode.NEXT_STEP else np.zeros(n, dtype=bool)

@@ -83,7 +83,8 @@ class FieldBound(Condition):
     """End the episode when ``source[key]`` is below ``low`` or above ``high``.
 
     Attributes:
-        source: ``"observation"`` (of ``s'``) or ``"info"``.
+        source: ``"observation"`` (of ``s'``) or ``"info"`` (a step whose info lacks the
+            key never fires).
         key: A Dict field name, an info key, or a flat index into a Box observation.
         low, high: The bounds (``None``: unbounded on that side).
         outcome: ``"truncated"`` (default) or ``"terminated"``.
