@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -70,8 +71,27 @@ class EnvConfig(BaseModel):
 
     @property
     def gym_id(self) -> str:
-        """The id to ``gym.make`` (``openenv/Remote-v0`` for a bare ``base_url``)."""
-        return self.id or REMOTE_ENV_ID
+        """The registered id (``openenv/Remote-v0`` for a bare ``base_url``), without the
+        ``module:`` prefix Gymnasium accepts (``ale_py:ALE/Pong-v5``)."""
+        return (self.id or REMOTE_ENV_ID).rpartition(":")[2]
+
+    def register(self) -> None:
+        """Import what registers the id: this package, and the ``module:`` of ``module:id``.
+
+        Raises:
+            WrapperConfigError: The module cannot be imported.
+        """
+        import openenv_gym  # noqa: F401  (registers the openenv/ ids)
+
+        module = (self.id or "").rpartition(":")[0]
+        if module:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise WrapperConfigError(
+                    f"env.id: cannot import {module!r} to register {self.id!r}: {exc}",
+                    path="env.id",
+                ) from exc
 
     def make_kwargs(self) -> dict[str, Any]:
         """``gym.make`` keyword arguments."""
@@ -164,7 +184,7 @@ def make_from_config(
     """
     cfg = load_experiment(config)
     out = Path(record_to) if record_to is not None else None
-    import openenv_gym  # noqa: F401  (registers the openenv/ ids)
+    cfg.env.register()
 
     if cfg.num_envs == 1:
         env: gym.Env[Any, Any] = gym.make(cfg.env.gym_id, **cfg.env.make_kwargs())

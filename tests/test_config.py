@@ -261,3 +261,28 @@ def test_the_example_config_builds_against_a_server(cartpole_url: str, tmp_path:
     finally:
         env.close()
     assert (tmp_path / "rec" / "experiment.yaml").exists()
+
+
+def test_atari_preprocessing_and_frame_stack_wrap_each_sub_env(tmp_path: Path) -> None:
+    pytest.importorskip("ale_py")
+    venv = make_from_config(
+        {
+            "env": {"id": "ale_py:ALE/Pong-v5", "kwargs": {"frameskip": 1}},
+            "num_envs": 2,
+            "wrappers": [
+                {"type": "AtariPreprocessing", "frame_skip": 4, "noop_max": 0},
+                {"type": "FrameStackObservation", "stack_size": 4},
+                {"type": "record", "directory": str(tmp_path / "rec")},
+            ],
+        }
+    )
+    try:
+        assert isinstance(venv.unwrapped, SyncVectorEnv)
+        venv.reset(seed=0)
+        for _ in range(6):
+            venv.step(venv.action_space.sample())
+    finally:
+        venv.close()
+    arrays = trajectory_arrays(tmp_path / "rec")
+    assert arrays["observation"].shape == (12, 4, 84, 84)
+    assert arrays["next_observation"].dtype == np.uint8
