@@ -326,3 +326,17 @@ __all__ += [
     "TrajectoryFormatError",
     "WrapperConfigError",
 ]
+
+
+# --------------------------------------------------------------------------- server reliability
+
+
+class ServerWorkerError(OpenEnvGymError, RuntimeError):
+    """A worker of a ``serve --workers K`` server kept dying (or could not be restarted)."""
+
+
+class InsecureBindError(OpenEnvGymError, ValueError):
+    """A server was asked to listen beyond loopback without a token (or with an empty one)."""
+
+
+__all__ += ["InsecureBindError", "ServerWorkerError"]

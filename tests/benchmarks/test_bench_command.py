@@ -165,8 +165,9 @@ def test_bench_runs_from_the_installed_package_outside_the_clone(tmp_path: Path)
     assert len(progress) == len(rows)
     assert all(line.endswith(" left)") for line in progress)
     # every target gets a verdict
-    verdicts = [line for line in done.stdout.splitlines() if line.startswith("[")]
-    assert len(verdicts) == len(TARGETS)
+    verdicts = parse_table(done.stdout, 1)
+    assert [row["target"] for row in verdicts] == [target.text for target in TARGETS]
+    assert all(row["verdict"] in {"**met**", "not met", "not measured"} for row in verdicts)
     # the default output folder is made under the working directory
     (out,) = (workdir / "bench-results").iterdir()
     assert {p.name for p in out.iterdir()} == {"bench.csv", "bench.md", "bench.png"}

@@ -1,4 +1,4 @@
-"""argparse ``type=`` converters for bounded numbers, shared by every command.
+"""argparse ``type=`` converters (bounded numbers, JSON objects), shared by every command.
 
 Each converter raises :class:`argparse.ArgumentTypeError`, so argparse prints one usage line
 naming the option and exits with code 2.
@@ -9,12 +9,16 @@ Example:
     8000
     >>> positive_seconds("0.5")
     0.5
+    >>> json_object('{"max_episode_steps": 200}')
+    {'max_episode_steps': 200}
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
+from typing import Any
 
 
 def int_argument(
@@ -80,9 +84,26 @@ probability = float_argument(
     "a probability", minimum=0.0, maximum=1.0, bound="a probability in [0, 1]"
 )
 
+
+def json_object(text: str) -> dict[str, Any]:
+    """A converter of a JSON object (``'{"render_mode": null}'``) to a ``dict``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object, e.g. '{{\"render_mode\": null}}', got {text!r} ({exc.msg})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object, got {type(value).__name__}: {text!r}"
+        )
+    return value
+
+
 __all__ = [
     "float_argument",
     "int_argument",
+    "json_object",
     "port_number",
     "positive_int",
     "positive_seconds",

@@ -17,10 +17,11 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from openenv_gym.cli import READY_PREFIX, build_parser, main
+from openenv_gym.cli.program import build_parser, main
+from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.wire.messages import http_to_ws_url
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class ServeProcess:
@@ -243,4 +244,4 @@ def test_parser_defaults() -> None:
     )
     assert args.max_message_size == 16 * 1024 * 1024
     assert args.exit_with_parent is False
-    assert args.env_kwargs is None
+    assert args.make_kwargs is None

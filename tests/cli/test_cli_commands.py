@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openenv_gym.cli import COMMANDS, SERVE_TARGETS, main
+from openenv_gym.cli.program import commands, main
+from openenv_gym.cli.serve import SERVE_TARGETS
 from openenv_gym.docker_images import (
     IMAGES,
     find_context,
@@ -51,7 +52,7 @@ def test_help_is_complete(
 
 
 def test_every_command_and_target_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for name in COMMANDS:
+    for name in commands():
         assert main([name, "--help"]) == 0
     for target in SERVE_TARGETS:
         assert main(["serve", target, "--help"]) == 0

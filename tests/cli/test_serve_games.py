@@ -12,7 +12,7 @@ from websockets.sync.client import connect
 
 from openenv_gym.cli import main
 from openenv_gym.wire.messages import http_to_ws_url
-from tests.test_cli import ServeProcess
+from tests.cli.test_serve import ServeProcess
 
 
 @pytest.fixture

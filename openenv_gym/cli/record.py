@@ -22,7 +22,7 @@ back with ``datasets.load_dataset("parquet", data_dir=DIR)``,
 :func:`openenv_gym.trajectories.trajectory_arrays` or :func:`openenv_gym.trajectories.to_minari`.
 
 Example:
-    >>> from openenv_gym.cli import build_parser
+    >>> from openenv_gym.cli.program import build_parser
     >>> args = build_parser().parse_args(["record", "--episodes", "3", "--out", "runs/x"])
     >>> args.env_id, args.episodes, args.policy
     (None, 3, 'random')
@@ -34,11 +34,12 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.commands.argument_types import positive_int
+from openenv_gym.cli.arguments import json_object, positive_int
+from openenv_gym.cli.command import EXIT_OK, Command, UsageError, description_from_docstring
 
 DEFAULT_ENV_ID = "openenv/CartPole-v1"
 REMOTE_ENV_ID = "openenv/Remote-v0"
@@ -46,67 +47,93 @@ REMOTE_ENV_ID = "openenv/Remote-v0"
 Policy = Callable[[Any, Any], Any]
 
 
-def add_record_command(commands: Any) -> None:
-    """Add ``record`` to the ``openenv-gym`` subcommands."""
-    from openenv_gym import cli
-
-    parser = commands.add_parser(
-        "record",
-        help="record episodes of a policy to Parquet (loadable with datasets)",
-        description="Play N episodes of a policy (random by default) on an env and record "
-        "every step to DIR as Parquet chunks (see openenv_gym.wrappers.RecordTrajectories).",
-        parents=[cli._common_options()],
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``record`` options."""
     parser.add_argument(
         "--env-id",
         default=None,
         metavar="ID",
         help=f"a Gymnasium id (default: {DEFAULT_ENV_ID}, or {REMOTE_ENV_ID} with --base-url)",
     )
-    parser.add_argument("--base-url", default=None, metavar="URL", help="a running server")
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="a running OpenEnv server to record from (default: an embedded server)",
+    )
     parser.add_argument(
         "--env-kwargs",
-        type=cli._json_object,
+        type=json_object,
         default=None,
         metavar="JSON",
-        help="gym.make keyword arguments as a JSON object",
+        help='gym.make keyword arguments as a JSON object, e.g. \'{"game": "breakout"}\'',
     )
     parser.add_argument(
         "--config",
         default=None,
         metavar="FILE",
-        help="an experiment config (YAML or JSON): env, num_envs, wrappers; see openenv_gym.config",
+        help="an experiment config (YAML or JSON: env, num_envs, wrappers; see "
+        "openenv_gym.config); not combined with --env-id, --base-url, --env-kwargs, "
+        "--max-episode-steps",
     )
-    parser.add_argument("--episodes", type=positive_int, required=True, metavar="N")
-    parser.add_argument("--out", required=True, metavar="DIR", help="a new output directory")
     parser.add_argument(
-        "--seed", type=int, default=None, help="seed of the first reset (default: config's, or 0)"
+        "--episodes",
+        type=positive_int,
+        required=True,
+        metavar="N",
+        help="number of episodes to play and record (required)",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="a new output directory (required)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the first reset (default: the config's seed, or 0)",
     )
     parser.add_argument(
         "--policy",
         default="random",
         metavar="SPEC",
-        help="'random' or package.module:function taking (observation, action_space)",
+        help="'random' or package.module:function taking (observation, action_space) "
+        "(default: random)",
     )
     parser.add_argument(
         "--info-key",
         action="append",
         default=[],
         metavar="KEY",
-        help="an info field to record (float64); repeat for more",
+        help="an info field to record (float64); repeat for more (with --config: for the "
+        "record wrapper appended when the config has none)",
     )
-    parser.add_argument("--max-episode-steps", type=positive_int, default=None, metavar="N")
-    parser.add_argument("--chunk-size", type=positive_int, default=10_000, metavar="N")
-    # With --config: the env comes from the config; --info-key / --chunk-size configure the
-    # record wrapper appended when the config has none.
-    parser.add_argument("--push-to-hub", default=None, metavar="REPO", help="then push there")
-    parser.add_argument("--no-progress", action="store_true", help="no progress output")
-    parser.set_defaults(handler=run_record)
+    parser.add_argument(
+        "--max-episode-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="truncate each episode after N steps (default: the env's own limit)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=10_000,
+        metavar="N",
+        help="steps per Parquet file; bounds the memory used while recording (default: 10000)",
+    )
+    parser.add_argument(
+        "--push-to-hub",
+        default=None,
+        metavar="REPO",
+        help="then push the recording to this Hugging Face dataset repo (USER/NAME)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar or per-episode lines"
+    )
 
 
 def load_policy(spec: str) -> Policy | None:
     """``None`` for ``"random"``, else the function ``package.module:function`` names."""
-    from openenv_gym.cli import UsageError
     from openenv_gym.errors import WrapperConfigError
     from openenv_gym.wrappers.shaping import import_callable
 
@@ -152,7 +179,6 @@ class _Progress:
 
 def _experiment(args: argparse.Namespace) -> Any:
     """The experiment to record: the ``--config`` file, or one made of the flags."""
-    from openenv_gym.cli import UsageError
     from openenv_gym.config import load_experiment
 
     env_flags = {
@@ -207,11 +233,10 @@ def _act(policy: Policy | None, env: Any, observation: Any, vector: bool) -> Any
     return np.stack([policy(index_observation(observation, i), space) for i in range(env.num_envs)])
 
 
-def run_record(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``openenv-gym record``: play, record, report; 0 on success."""
     from gymnasium.vector import VectorEnv
 
-    from openenv_gym.cli import EXIT_OK
     from openenv_gym.config import make_from_config
     from openenv_gym.trajectories import trajectory_files
 
@@ -259,3 +284,12 @@ def run_record(args: argparse.Namespace) -> int:
 
         print(f"pushed to {push_to_hub(args.out, args.push_to_hub)}")
     return EXIT_OK
+
+
+COMMAND: Final = Command(
+    name="record",
+    help="record episodes of a policy to Parquet (loadable with datasets)",
+    description=description_from_docstring(__doc__),
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -29,11 +29,12 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from gymnasium import spaces
 
-from openenv_gym.commands.argument_types import positive_int
+from openenv_gym.cli.arguments import positive_int
+from openenv_gym.cli.command import Command, description_from_docstring
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -260,3 +261,12 @@ def run(args: argparse.Namespace) -> int:
     passed = checker.run_all()
     checker.report(sys.stdout)
     return 0 if passed else 1
+
+
+COMMAND: Final = Command(
+    name="check",
+    help="check an OpenEnv server and print a report",
+    description=description_from_docstring(__doc__),
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Final
 
+from openenv_gym.cli.command import Command, description_from_docstring
 from openenv_gym.docker_images import BASE_IMAGE, IMAGES
 
 
@@ -91,3 +93,12 @@ def run(args: argparse.Namespace) -> int:
     )
     sys.stdout.write("built: " + " ".join(tags) + "\n")
     return 0
+
+
+COMMAND: Final = Command(
+    name="build",
+    help="build the Docker images of our servers (streams a condensed log)",
+    description=description_from_docstring(__doc__),
+    add_arguments=add_arguments,
+    run=run,
+)

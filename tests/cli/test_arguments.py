@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from openenv_gym.commands.argument_types import (
+from openenv_gym.cli.arguments import (
     float_argument,
     int_argument,
     port_number,
