@@ -92,11 +92,14 @@ def describe_error(exc: BaseException, *, max_lines: int = MAX_ERROR_LINES) -> s
     """The whole curated message of ``exc`` and of each cause, as printed by ``openenv-gym``.
 
     Every line of every message is kept (a server's output, a build log's tail), except
-    that a message longer than ``max_lines`` keeps its first line and its last lines.
+    that a message longer than ``max_lines`` keeps its first line and its last lines, and
+    a cause whose message an earlier one already quotes is left out.
     """
     parts: list[str] = []
     for index, error in enumerate(_chain(exc)):
         text = str(error).strip() or "(no message)"
+        if index > 0 and text in "\n".join(parts):
+            continue  # the message above already says it (wrappers quote their cause)
         lines = text.splitlines()
         if len(lines) > max_lines:
             kept = max_lines - 2

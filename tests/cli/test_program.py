@@ -117,3 +117,12 @@ def test_ctrl_c_exits_130(tmp_path: Path) -> None:
             process.wait()
     assert process.returncode == 130, stderr
     assert stderr.rstrip().endswith("openenv-gym: interrupted"), stderr
+
+
+def test_describe_error_leaves_out_causes_already_quoted() -> None:
+    inner = ConnectionRefusedError("[Errno 111] Connection refused")
+    outer = RuntimeError("could not reach the server: [Errno 111] Connection refused")
+    outer.__cause__ = inner
+    assert describe_error(outer) == (
+        "RuntimeError: could not reach the server: [Errno 111] Connection refused"
+    )
