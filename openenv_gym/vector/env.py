@@ -538,7 +538,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if not self.reconnect:
             channel, cause = broken[0]
             raise self._sub_env_error(channel.indices[0], cause) from cause
-        reopened = self._fleet.reconnect([c.indices[0] for c, _ in broken])
+        reopened = self._fleet.reconnect(
+            [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
+        )
         if retry is None:
             return results, reopened
         again: list[Op | None] = [None] * self.num_envs

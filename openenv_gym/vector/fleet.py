@@ -5,13 +5,15 @@ sub-env, and the servers the vector env started (and stops on close). Before ope
 sessions it checks that the servers can take them (``GET /capacity``, or
 ``CAPACITY_REACHED`` while opening on official servers) and raises
 :class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. With ``reconnect=True`` a
-broken session is reopened (an embedded server that died is restarted first).
+broken session is reopened (an embedded server that died is restarted first), retrying with
+backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,15 +28,17 @@ from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import receive_many, send_many
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
+    AuthenticationError,
     CapacityReachedError,
+    NotAnOpenEnvServerError,
     OpenEnvGymError,
     ProtocolError,
-    ServerConnectionError,
     ServerReplyError,
     SubEnvError,
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.vector.backoff import Backoff
 from openenv_gym.wire.batch import (
     BatchResult,
     batch_open_message,
@@ -113,6 +117,8 @@ class Fleet:
         self.reply_timeout = 60.0
         #: Every connection lives on this loop, run in the caller's thread.
         self.loop = CallerLoop()
+        #: How reconnect() spaces its attempts, and for how long it tries.
+        self.backoff = Backoff()
 
     def set_options(self, connect_options: Mapping[str, Any]) -> None:
         """Take the session options (timeouts, message size, headers, token)."""
@@ -339,37 +345,64 @@ class Fleet:
             raise failure if failure is not None else _SessionsRefusedError(refused)
         return [Channel(c, chunk) for c, chunk in zip(connections, chunks, strict=True)]
 
-    def reconnect(self, indices: Sequence[int]) -> list[int]:
+    def reconnect(
+        self, indices: Sequence[int], causes: Sequence[BaseException] | None = None
+    ) -> list[int]:
         """Reopen the connections of ``indices``, restarting an owned server that died.
 
-        Returns every sub-env whose session was reopened (all those sharing a connection
-        with one of ``indices``).
+        Attempts are repeated with :attr:`backoff` (see :mod:`openenv_gym.vector.backoff`)
+        while the failure may pass (nothing listens yet, the connection dropped, the server's
+        slots are not free yet); a refusal that will not pass (a wrong token, not an OpenEnv
+        server) fails at once. Returns every sub-env whose session was reopened (all those
+        sharing a connection with one of ``indices``).
 
         Raises:
-            SubEnvError: A server could not be restarted or a connection not reopened.
+            SubEnvError: Reconnecting failed; the message names why the session broke
+                (``causes``), the attempts made and the last error (its ``__cause__``).
         """
         broken = [c for c in self.channels if any(i in c.indices for i in indices)]
         affected = sorted(i for c in broken for i in c.indices)
         self.channels = [c for c in self.channels if c not in broken]
         self.loop.run(close_all([c.session for c in broken]))
-        for url in {self.urls[i] for i in affected}:
+        first_cause = causes[0] if causes else None
+        started = time.monotonic()
+        attempts = 0
+        delays = self.backoff.delays(start=started)
+        while True:
+            attempts += 1
+            try:
+                self._restart_dead_servers(affected)
+                self.open(affected, check_capacity=False)
+                return affected
+            except OpenEnvGymError as exc:
+                last: OpenEnvGymError = exc
+            if isinstance(last, AuthenticationError | NotAnOpenEnvServerError):
+                break
+            delay = next(delays, None)
+            if delay is None:
+                break
+            time.sleep(delay)
+        elapsed = time.monotonic() - started
+        broke = f"{first_cause}; " if first_cause is not None else ""
+        error = self.sub_env_error(
+            affected[0],
+            f"{broke}reconnecting failed after {attempts} attempt(s) over {elapsed:.1f}s "
+            f"(budget {self.backoff.budget:g}s); last error: {last}",
+            reconnect=True,
+        )
+        raise error from last
+
+    def _restart_dead_servers(self, indices: Sequence[int]) -> None:
+        """Restart the servers this fleet started, for ``indices``, that do not answer."""
+        for url in {self.urls[i] for i in indices}:
             provider = self.providers.get(url)
             if provider is None or is_healthy(url, timeout=2.0):
                 continue
             provider.stop()
-            try:
-                new_url = provider.start().rstrip("/")
-            except OpenEnvGymError as exc:
-                i = next(j for j in affected if self.urls[j] == url)
-                raise self.sub_env_error(i, exc, reconnect=True) from exc
+            new_url = provider.start().rstrip("/")
             del self.providers[url]
             self.providers[new_url] = provider
             self.urls = [new_url if u == url else u for u in self.urls]
-        try:
-            self.open(affected, check_capacity=False)
-        except (ServerConnectionError, CapacityReachedError, OpenEnvGymError) as exc:
-            raise self.sub_env_error(affected[0], exc, reconnect=True) from exc
-        return affected
 
     def exchange(self, channels: Sequence[Channel], frames: Sequence[str]) -> list[Any]:
         """One round trip on each of ``channels`` (:func:`~openenv_gym.client.exchange_many`)."""
@@ -484,7 +517,9 @@ class Fleet:
             states[channel.indices[0]] = state
         return states
 
-    def sub_env_error(self, index: int, cause: BaseException, *, reconnect: bool) -> SubEnvError:
+    def sub_env_error(
+        self, index: int, cause: BaseException | str, *, reconnect: bool
+    ) -> SubEnvError:
         """The error for sub-env ``index`` whose session broke with ``cause``."""
         channel = next((c for c in self.channels if index in c.indices), None)
         url = channel.session.url if channel is not None else self.urls[index]
