@@ -182,6 +182,14 @@ class Session:
                 url=url,
             ) from exc
         except InvalidHandshake as exc:
+            if isinstance(exc.__cause__, EOFError | OSError):
+                # The peer closed or reset the connection mid-handshake: a server stopping or
+                # restarting (or docker-proxy with nothing behind it), not a wrong server.
+                raise ServerConnectionError(
+                    f"the connection to {url} closed during the WebSocket handshake "
+                    f"({exc.__cause__ or exc}); the server may be stopping or restarting.",
+                    url=url,
+                ) from exc
             raise NotAnOpenEnvServerError(
                 f"{url} did not complete a WebSocket handshake ({exc}): this is not an "
                 "OpenEnv server, or base_url is wrong.",

@@ -596,7 +596,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 continue
             replies.append(self._parse(i, raw))
         if broken:
-            self._fleet.reconnect([indices[k] for k in broken])
+            self._fleet.reconnect(
+                [indices[k] for k in broken],
+                [raws[k] for k in broken],  # type: ignore[misc]  # the errors, by construction
+            )
             if retry_frames is not None:
                 again = self._exchange(
                     [indices[k] for k in broken],

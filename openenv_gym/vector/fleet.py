@@ -5,13 +5,15 @@ sub-env, and the servers the vector env started (and stops on close). Before ope
 sessions it checks that the servers can take them (``GET /capacity``, or
 ``CAPACITY_REACHED`` while opening on official servers) and raises
 :class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. With ``reconnect=True`` a
-broken session is reopened (an embedded server that died is restarted first).
+broken session is reopened (an embedded server that died is restarted first), retrying with
+backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -23,15 +25,17 @@ from openenv_gym.client import Session, exchange_many, is_healthy, run_sync
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
+    AuthenticationError,
     CapacityReachedError,
+    NotAnOpenEnvServerError,
     OpenEnvGymError,
     ProtocolError,
-    ServerConnectionError,
     ServerReplyError,
     SubEnvError,
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.vector.backoff import Backoff
 from openenv_gym.wire.binary import parse_frame
 from openenv_gym.wire.messages import encode_message, state_message
 
@@ -62,6 +66,8 @@ class Fleet:
         self.providers: dict[str, ServerProvider] = {}
         self.reply_timeout = 60.0
         self.call_timeout = 90.0
+        #: How reconnect() spaces its attempts, and for how long it tries.
+        self.backoff = Backoff()
 
     def set_options(self, connect_options: Mapping[str, Any]) -> None:
         """Take the session options (timeouts, message size, headers, token)."""
@@ -209,27 +215,61 @@ class Fleet:
                 pass  # the session is open; the env just does not serve ``state``
         return outcomes
 
-    def reconnect(self, indices: list[int]) -> None:
-        """Reopen the sessions of ``indices``, restarting an owned server that died."""
+    def reconnect(self, indices: list[int], causes: Sequence[BaseException] | None = None) -> None:
+        """Reopen the sessions of ``indices``, restarting an owned server that died.
+
+        Attempts are repeated with :attr:`backoff` (see :mod:`openenv_gym.vector.backoff`)
+        while the failure may pass (nothing listens yet, the connection dropped, the server's
+        slots are not free yet); a refusal that will not pass (a wrong token, not an OpenEnv
+        server) fails at once.
+
+        Raises:
+            SubEnvError: Reconnecting failed; the message names why the session broke
+                (``causes``), the attempts made and the last error (its ``__cause__``).
+        """
+        first_cause = causes[0] if causes else None
+        started = time.monotonic()
+        attempts = 0
+        delays = self.backoff.delays(start=started)
+        while True:
+            attempts += 1
+            try:
+                self._restart_dead_servers(indices)
+                self.open_sessions(indices, check_capacity=False)
+                return
+            except OpenEnvGymError as exc:
+                last: OpenEnvGymError = exc
+            if isinstance(last, AuthenticationError | NotAnOpenEnvServerError):
+                break
+            delay = next(delays, None)
+            if delay is None:
+                break
+            time.sleep(delay)
+        elapsed = time.monotonic() - started
+        broke = f"{first_cause}; " if first_cause is not None else ""
+        error = self.sub_env_error(
+            indices[0],
+            f"{broke}reconnecting failed after {attempts} attempt(s) over {elapsed:.1f}s "
+            f"(budget {self.backoff.budget:g}s); last error: {last}",
+            reconnect=True,
+        )
+        raise error from last
+
+    def _restart_dead_servers(self, indices: list[int]) -> None:
+        """Restart the servers this fleet started, for ``indices``, that do not answer."""
         for url in {self.urls[i] for i in indices}:
             provider = self.providers.get(url)
             if provider is None or is_healthy(url, timeout=2.0):
                 continue
             provider.stop()
-            try:
-                new_url = provider.start().rstrip("/")
-            except OpenEnvGymError as exc:
-                i = next(j for j in indices if self.urls[j] == url)
-                raise self.sub_env_error(i, exc, reconnect=True) from exc
+            new_url = provider.start().rstrip("/")
             del self.providers[url]
             self.providers[new_url] = provider
             self.urls = [new_url if u == url else u for u in self.urls]
-        try:
-            self.open_sessions(indices, check_capacity=False)
-        except (ServerConnectionError, CapacityReachedError, OpenEnvGymError) as exc:
-            raise self.sub_env_error(indices[0], exc, reconnect=True) from exc
 
-    def sub_env_error(self, index: int, cause: BaseException, *, reconnect: bool) -> SubEnvError:
+    def sub_env_error(
+        self, index: int, cause: BaseException | str, *, reconnect: bool
+    ) -> SubEnvError:
         """The error for sub-env ``index`` whose session broke with ``cause``."""
         url = self.sessions[index].url if index < len(self.sessions) else self.urls[index]
         hint = (
