@@ -175,3 +175,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the Gymnasium id the server runs, for the raw Gymnasium anchors (default: the "
         "name in the server's GET /metadata when it is a registered Gymnasium id)",
     )
+
+
+def conflicts(args: argparse.Namespace) -> str:
+    """Why the parsed options do not go together, or ``""``."""
+    url_only = [
+        flag for flag, value in (("--token", args.token), ("--gym-id", args.gym_id)) if value
+    ]
+    if args.url is None and url_only:
+        return f"{' and '.join(url_only)} go with --url URL (a running server to measure)"
+    local_only = [
+        flag
+        for flag, given in (
+            ("--envs", args.envs is not None),
+            ("--servers", args.servers != 1),
+            ("--workers", args.workers is not None),
+        )
+        if given
+    ]
+    if args.url is not None and local_only:
+        return (
+            f"{' and '.join(local_only)} choose the servers the suite starts; with --url the "
+            "server is yours: leave them out"
+        )
+    return ""
