@@ -51,6 +51,7 @@ EXTRAS: Final[dict[str, Provider]] = {
     "datasets": Provider("datasets", "datasets"),
     "huggingface_hub": Provider("huggingface_hub", "datasets"),
     "tqdm": Provider("tqdm", "datasets"),
+    "minari": Provider("minari", "minari"),
     "yaml": Provider("pyyaml", "yaml"),
     "matplotlib": Provider("matplotlib", "bench"),
     "envpool": Provider("envpool", "bench"),

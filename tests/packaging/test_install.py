@@ -148,6 +148,16 @@ def test_serve_names_the_extra(venv: FreshVenv, args: list[str], extra: str, pac
             "gym.make('openenv/CartPole-v1', image='openenv-gym/gymnasium:latest')",
             "docker",
         ),
+        (
+            "import gymnasium as gym; from openenv_gym.wrappers import RecordTrajectories; "
+            "RecordTrajectories(gym.make('CartPole-v1'), 'run')",
+            "datasets",
+        ),
+        (
+            "import pathlib; from openenv_gym.validation import load_config; "
+            "pathlib.Path('shaping.yaml').write_text('terms: []'); load_config('shaping.yaml')",
+            "yaml",
+        ),
     ],
 )
 def test_python_api_names_the_extra(venv: FreshVenv, code: str, extra: str) -> None:
