@@ -308,7 +308,16 @@ class TrajectoryWriter:
 
         table = self._table()
         path = chunk_path(self.directory, self.chunks_written)
-        write_atomic(path, lambda tmp: pq.write_table(table, tmp))
+        # Array columns (images) skip dictionary encoding and statistics: on nested lists of
+        # pixels they cost most of the write time; zstd then compresses them well.
+        arrays = {field.name for field in self.fields}
+        plain = [name for name in table.column_names if name not in arrays]
+        write_atomic(
+            path,
+            lambda tmp: pq.write_table(
+                table, tmp, compression="zstd", use_dictionary=plain, write_statistics=plain
+            ),
+        )
         self.chunks_written += 1
         self.steps_written += self.buffered_steps
         ends = np.logical_or(self._scalars["terminated"], self._scalars["truncated"])
