@@ -45,6 +45,7 @@ import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import TrajectoryFormatError, WrapperConfigError
+from openenv_gym.extras import optional_imports
 from openenv_gym.spaces.serialization import space_to_json
 from openenv_gym.trajectories.card import dataset_card
 from openenv_gym.trajectories.columns import (
@@ -137,12 +138,8 @@ class TrajectoryWriter:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     ) -> None:
-        try:
+        with optional_imports("recording trajectories (Parquet)"):
             import pyarrow  # noqa: F401
-        except ImportError as exc:
-            raise TrajectoryFormatError(
-                "trajectory logging needs pyarrow: pip install 'openenv-gym[datasets]'"
-            ) from exc
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise WrapperConfigError(f"chunk_size must be a positive int, got {chunk_size!r}")
         if not isinstance(max_chunk_bytes, int) or max_chunk_bytes < 1:
