@@ -137,7 +137,8 @@ def main() -> None:
         after = settle(pid)
         rows.append(
             (
-                f"{args.connections} conns x {args.frames} frames of {len(payload) / 2**20:.1f} MiB",
+                f"{args.connections} conns x {args.frames} frames of "
+                f"{len(payload) / 2**20:.1f} MiB",
                 total,
                 base,
                 after,
