@@ -79,9 +79,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m openenv_gym.bench") -> int:
     """``python -m openenv_gym.bench``: parse ``argv`` and run."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     problem = conflicts(args)
     if problem:

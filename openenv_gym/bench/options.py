@@ -87,6 +87,16 @@ def sizes(text: str) -> list[int]:
     return values
 
 
+def workers(text: str) -> int:
+    """An argparse type: ``auto`` (one per usable core) or a positive integer."""
+    from openenv_gym.server.workers import resolve_workers
+
+    try:
+        return resolve_workers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the suite's options to ``parser``."""
     parser.add_argument(
@@ -142,10 +152,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=None,
         metavar="K",
-        help="--workers for each `openenv-gym serve` process (default: the server's own)",
+        help="--workers for each `openenv-gym serve` process: K processes sharing its port, or "
+        "'auto' for one per core, as AsyncVectorEnv and envpool also use every core "
+        "(default: auto)",
     )
     parser.add_argument(
         "--out",
