@@ -258,7 +258,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         key = self._observation_codec.truncated_key
         self._truncated_key = key
         # The fields of a reply that carry no info (the observation, truncation, empty metadata).
-        self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
+        terminated = self._observation_codec.terminated_key
+        self._quiet_fields = frozenset(k for k in (obs_key, key, terminated, "metadata") if k)
 
     def _start_more_servers(
         self, id: str | None, env_kwargs: Mapping[str, Any], encoding: str, per_server: int
@@ -526,6 +527,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         rewards, terminations, truncations = self._rewards, self._terminations, self._truncations
         truncated_key = self._truncated_key
+        terminated_key = self._observation_codec.terminated_key
         elapsed = self._elapsed
         limit = self._max_episode_steps
         for i in indices:
@@ -549,7 +551,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                     if limit is not None and elapsed[i] >= limit:
                         truncated = True
                     rewards[i] = 0.0 if reply.reward is None else reply.reward
-                    terminations[i] = reply.done and not truncated
+                    terminations[i] = (
+                        bool(observation[terminated_key])
+                        if terminated_key in observation
+                        else reply.done and not truncated
+                    )
                     truncations[i] = truncated
                 info = self._info(reply)
             if same_step and (terminations[i] or truncations[i]):
