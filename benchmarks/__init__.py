@@ -1,7 +1,5 @@
-"""Throughput and latency measurements; run as scripts, never as timed tests.
+"""Entry points for a clone: the suite itself ships in :mod:`openenv_gym.bench`.
 
-``python -m benchmarks.run`` (or ``openenv-gym bench`` from a clone) runs the suite.
+``python -m benchmarks.run`` is ``openenv-gym bench``; ``python -m benchmarks.readme``
+re-runs the suite and refreshes the README's benchmark section.
 """
-
-#: Marks this package as openenv-gym's suite (``benchmarks`` is a common package name).
-SUITE = "openenv-gym"

@@ -1,11 +1,11 @@
 """RLlib PPO (new API stack) on remote CartPole-v1 served over OpenEnv.
 
-The env is handed to RLlib with :func:`openenv_gym.rllib.openenv_config`: the
+The env is handed to RLlib with :func:`openenv_gym.integrations.rllib.openenv_config`: the
 ``openenv_gym:openenv/CartPole-v1`` id form plus ``gym_env_vectorize_mode="vector_entry_point"``,
 so the env runner steps its sessions natively (one :class:`~openenv_gym.OpenEnvVectorEnv`,
 one batched round trip per step). One ``openenv-gym serve gymnasium`` child process serves all
-sessions unless ``--base-url`` names a running server. (``openenv_gym.rllib.register_env``
-is the ``tune.register_env`` way to do the same.)
+sessions unless ``--base-url`` names a running server.
+(``openenv_gym.integrations.rllib.register_env`` is the ``tune.register_env`` way to do the same.)
 
     python examples/train_rllib_ppo.py            # until mean return >= 450 (or 60 iterations)
     python examples/train_rllib_ppo.py --quick    # one small iteration, smoke test
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from openenv_gym.rllib import openenv_config
+    from openenv_gym.integrations.rllib import openenv_config
 
     server: LocalServerProcess | None = None
     base_url = args.base_url

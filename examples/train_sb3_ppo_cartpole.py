@@ -2,9 +2,9 @@
 
 One ``openenv-gym serve gymnasium --env-id CartPole-v1`` child process serves every training
 env (one WebSocket session each). The vector env is our native SB3 ``VecEnv``
-(``openenv_gym.sb3.make_vec_env``: one batched round trip per step); ``--dummy-vec-env``
-uses Stable-Baselines3's own ``make_vec_env`` (a ``DummyVecEnv`` of single remote envs,
-one round trip per env) for comparison. The hyperparameters
+(``openenv_gym.integrations.sb3.make_vec_env``: one batched round trip per step);
+``--dummy-vec-env`` uses Stable-Baselines3's own ``make_vec_env`` (a ``DummyVecEnv`` of
+single remote envs, one round trip per env) for comparison. The hyperparameters
 are RL-Zoo's for CartPole-v1 (``rl-baselines3-zoo/hyperparams/ppo.yml``).
 
     python examples/train_sb3_ppo_cartpole.py            # remote, 100k steps, asserts >= 475
@@ -41,7 +41,7 @@ def make_remote_vec_env(
     n_envs: int, base_url: str, seed: int, *, dummy: bool = False
 ) -> tuple[VecEnv, str]:
     """Our native VecEnv, or (``dummy``) SB3's DummyVecEnv over single remote envs."""
-    from openenv_gym.sb3 import make_vec_env as native_make_vec_env
+    from openenv_gym.integrations.sb3 import make_vec_env as native_make_vec_env
 
     if dummy:
         from stable_baselines3.common.env_util import make_vec_env
@@ -53,7 +53,7 @@ def make_remote_vec_env(
     env = native_make_vec_env(
         "openenv/CartPole-v1", n_envs, seed=seed, env_kwargs={"base_url": base_url}
     )
-    return env, "openenv_gym.sb3.make_vec_env (native VecEnv)"
+    return env, "openenv_gym.integrations.sb3.make_vec_env (native VecEnv)"
 
 
 def main(argv: list[str] | None = None) -> int:

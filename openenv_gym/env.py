@@ -44,6 +44,18 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
+from openenv_gym.client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_ENCODING,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    DEFAULT_REPLY_TIMEOUT,
+    SyncSession,
+    background_loop,
+    check_encoding,
+    fetch_schema,
+    get_json,
+    resolve_token,
+)
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
     EnvNotPicklableError,
@@ -51,14 +63,6 @@ from openenv_gym.errors import (
     RenderModeUnavailableError,
     SessionClosedError,
     SpaceMappingError,
-)
-from openenv_gym.protocol import (
-    METADATA_PATH,
-    ObservationReply,
-    StateReply,
-    reset_message,
-    state_message,
-    step_message,
 )
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.spaces import (
@@ -75,17 +79,13 @@ from openenv_gym.spaces.inference import (
     sample_at,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
-from openenv_gym.transport import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_ENCODING,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    DEFAULT_REPLY_TIMEOUT,
-    SyncSession,
-    background_loop,
-    check_encoding,
-    fetch_schema,
-    get_json,
-    resolve_token,
+from openenv_gym.wire.messages import (
+    METADATA_PATH,
+    ObservationReply,
+    StateReply,
+    reset_message,
+    state_message,
+    step_message,
 )
 
 _ENVELOPE_INFO_KEY: Final = "metadata"

@@ -316,16 +316,6 @@ __all__ += [
 ]
 
 
-# --------------------------------------------------------------------------- benchmarks
-
-
-class BenchmarkSuiteNotFoundError(OpenEnvGymError, RuntimeError):
-    """``openenv-gym bench`` ran where the repository's ``benchmarks/`` package is missing."""
-
-
-__all__ += ["BenchmarkSuiteNotFoundError"]
-
-
 # --------------------------------------------------------------------------- wrappers
 
 
@@ -359,3 +349,17 @@ __all__ += [
     "TrajectoryFormatError",
     "WrapperConfigError",
 ]
+
+
+# --------------------------------------------------------------------------- server reliability
+
+
+class ServerWorkerError(OpenEnvGymError, RuntimeError):
+    """A worker of a ``serve --workers K`` server kept dying (or could not be restarted)."""
+
+
+class InsecureBindError(OpenEnvGymError, ValueError):
+    """A server was asked to listen beyond loopback without a token (or with an empty one)."""
+
+
+__all__ += ["InsecureBindError", "ServerWorkerError"]

@@ -14,6 +14,7 @@ from pydantic import Field
 
 import openenv_gym
 from openenv_gym import OpenEnvEnv
+from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
     ObservationMismatchError,
@@ -23,7 +24,6 @@ from openenv_gym.errors import (
     SpaceMappingError,
     UnsupportedRenderModeError,
 )
-from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.server import Action, Environment, Observation, OpenEnvServer, ServerThread, State
 from openenv_gym.spaces import space_to_json
 from tests.conftest import free_port

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.providers.docker import DockerProvider, remove_orphans
 from openenv_gym.providers.local import LocalServerProcess
-from openenv_gym.transport import TOKEN_ENV_VAR
 
 
 def server_provider(

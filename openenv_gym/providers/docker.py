@@ -35,13 +35,13 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from openenv_gym.client import TOKEN_ENV_VAR, is_healthy
 from openenv_gym.errors import (
     DockerUnavailableError,
     ImageNotFoundError,
     ServerStartError,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.transport import TOKEN_ENV_VAR, is_healthy
 
 #: Label on every container we start (value: ``"1"``).
 LABEL: Final = "org.openenv-gym.provider"

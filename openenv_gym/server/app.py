@@ -10,7 +10,7 @@ trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
   Only ``GET`` is served: the websockets HTTP parser rejects other methods, so the official
   HTTP-only ``POST /reset`` and ``POST /step`` are not available.
 * The WebSocket subprotocol ``openenv-gym.binary.v1`` is accepted when a client offers it
-  (observation arrays then travel as raw bytes, see :mod:`openenv_gym.binary_frames`); any
+  (observation arrays then travel as raw bytes, see :mod:`openenv_gym.wire.binary`); any
   other offer, or none, gets plain OpenEnv JSON, as an official client expects.
 * permessage-deflate is off: it costs several times the step time on large frames.
 * Frames up to ``max_message_size`` are served; larger ones, up to a hard cap of
@@ -39,12 +39,13 @@ from pydantic import BaseModel
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 from websockets.typing import Subprotocol
 
-from openenv_gym.binary_frames import BINARY_SUBPROTOCOL
-from openenv_gym.protocol import CAPACITY_PATH
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL
+from openenv_gym.wire.messages import CAPACITY_PATH
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -58,8 +59,12 @@ HARD_CAP_FACTOR: Final = 4
 def select_subprotocol(
     connection: ServerConnection, offered: Sequence[Subprotocol]
 ) -> Subprotocol | None:
-    """Accept :data:`BINARY_SUBPROTOCOL` when offered; otherwise no subprotocol (never fail)."""
-    return Subprotocol(BINARY_SUBPROTOCOL) if BINARY_SUBPROTOCOL in offered else None
+    """Accept :data:`BATCH_SUBPROTOCOL`, else :data:`BINARY_SUBPROTOCOL`, when offered;
+    otherwise no subprotocol (never fail: official clients offer none)."""
+    for accepted in (BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL):
+        if accepted in offered:
+            return Subprotocol(accepted)
+    return None
 
 
 def format_url(host: str, port: int) -> str:

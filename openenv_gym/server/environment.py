@@ -82,7 +82,7 @@ class Environment(ABC, Generic[ActT, ObsT, StateT]):
         model, call :meth:`step` and serialize the observation. An environment that checks
         the raw action itself can answer here and skip validation and ``model_dump``; it
         must return exactly what the slow path would (see
-        :func:`openenv_gym.protocol.observation_message`) and raise the same errors.
+        :func:`openenv_gym.wire.messages.observation_message`) and raise the same errors.
         """
         return None
 

@@ -22,7 +22,7 @@ frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` nami
 ==========================================  ==================================================
 
 Binary encoding: when the client offered and the server accepted the WebSocket subprotocol
-``openenv-gym.binary.v1`` (:mod:`openenv_gym.binary_frames`), observation replies whose
+``openenv-gym.binary.v1`` (:mod:`openenv_gym.wire.binary`), observation replies whose
 observation holds numpy arrays go out as one binary frame; everything else stays JSON text.
 
 After any error reply the session lives on. Two cases end it: all session slots taken
@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -50,20 +49,30 @@ from pydantic import BaseModel, ValidationError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from openenv_gym.binary_frames import BINARY_SUBPROTOCOL, encode_observation_frame
 from openenv_gym.errors import CodecError
-from openenv_gym.protocol import (
+from openenv_gym.server.batch import serve_batch
+from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
+from openenv_gym.server.environment import Environment
+from openenv_gym.server.fault_replies import (
+    ErrorLog,
+    describe,
+    encode_error_reply,
+    execution_error_reply,
+    validation_error_reply,
+)
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame
+from openenv_gym.wire.messages import (
     ClientMessageError,
     ErrorCode,
     MessageType,
     error_message,
     observation_message,
     parse_client_message,
+    printable,
     state_reply_message,
 )
-from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
-from openenv_gym.server.environment import Environment
-from openenv_gym.wsframes import CoalescingSender
+from openenv_gym.wire.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -92,7 +101,7 @@ def _factory_name(factory: Callable[..., Any]) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    text = printable(str(exc), 1000)
     return text if text else type(exc).__name__
 
 
@@ -137,7 +146,15 @@ def _serialize_state(state: Any) -> dict[str, Any]:
 class _Session:
     """One live session: its connection, its env and when it last heard from the client."""
 
-    __slots__ = ("binary", "env", "filter_reset", "idle_closing", "last_activity", "websocket")
+    __slots__ = (
+        "binary",
+        "env",
+        "error_log",
+        "filter_reset",
+        "idle_closing",
+        "last_activity",
+        "websocket",
+    )
 
     def __init__(self, websocket: ServerConnection, env: Environment[Any, Any, Any]) -> None:
         self.websocket = websocket
@@ -145,7 +162,8 @@ class _Session:
         self.filter_reset = _reset_kwargs_filter(env)
         self.last_activity = time.monotonic()
         self.idle_closing = False
-        self.binary = websocket.subprotocol == BINARY_SUBPROTOCOL
+        self.binary = websocket.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+        self.error_log = ErrorLog()
 
 
 class SessionManager:
@@ -178,7 +196,9 @@ class SessionManager:
         self._sessions: set[_Session] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._sender = CoalescingSender()
+        self.sender = CoalescingSender()
+        #: Server-wide: a client reconnecting in a loop to a failing factory must not flood.
+        self._factory_log = ErrorLog()
 
     @property
     def active_sessions(self) -> int:
@@ -227,11 +247,15 @@ class SessionManager:
     # ----------------------------------------------------------------- connections
 
     async def handle(self, websocket: ServerConnection) -> None:
-        """The websockets connection handler: one session from open to close."""
+        """The websockets connection handler: one session from open to close (K sessions
+        on a batch connection, see :mod:`openenv_gym.server.batch`)."""
+        if websocket.subprotocol == BATCH_SUBPROTOCOL:
+            await serve_batch(self, websocket)
+            return
         budget = self.budget
         if not budget.try_acquire():
             active = budget.active
-            await self._send_and_close(
+            await self.send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.CAPACITY_REACHED,
@@ -252,13 +276,12 @@ class SessionManager:
             env = self.env_factory()
         except Exception as exc:
             name = _factory_name(self.env_factory)
-            logger.warning("environment factory %s failed", name, exc_info=True)
-            await self._send_and_close(
+            self._factory_log.warn(logger, "environment factory %s failed: %s", name, describe(exc))
+            await self.send_and_close(
                 websocket,
                 error_message(
                     ErrorCode.FACTORY_ERROR,
-                    f"Environment factory '{name}' failed to create instance: "
-                    f"{type(exc).__name__}: {_describe(exc)}",
+                    f"Environment factory '{name}' failed to create instance: {describe(exc)}",
                     factory_name=name,
                 ),
             )
@@ -272,7 +295,39 @@ class SessionManager:
                 self._sessions.discard(session)
                 _close_env(env)
 
-    async def _send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
+    async def open_sessions(self, websocket: ServerConnection, count: int) -> list[_Session] | None:
+        """``count`` sessions on ``websocket`` (slots already taken), each with its own
+        environment; ``None`` after a factory failure (answered with ``FACTORY_ERROR``)."""
+        envs: list[Environment[Any, Any, Any]] = []
+        try:
+            for _ in range(count):
+                envs.append(self.env_factory())
+        except Exception as exc:
+            for env in envs:
+                _close_env(env)
+            name = _factory_name(self.env_factory)
+            self._factory_log.warn(logger, "environment factory %s failed: %s", name, describe(exc))
+            await self.send_and_close(
+                websocket,
+                error_message(
+                    ErrorCode.FACTORY_ERROR,
+                    f"Environment factory '{name}' failed to create instance: {describe(exc)}",
+                    factory_name=name,
+                ),
+            )
+            return None
+        sessions = [_Session(websocket, env) for env in envs]
+        self._sessions.update(sessions)
+        return sessions
+
+    def close_sessions(self, sessions: list[_Session]) -> None:
+        """Forget ``sessions`` and close their environments."""
+        for session in sessions:
+            if session in self._sessions:
+                self._sessions.discard(session)
+                _close_env(session.env)
+
+    async def send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionClosed):
             await websocket.send(encode_reply(message), text=True)
         await websocket.close()
@@ -281,7 +336,7 @@ class SessionManager:
         websocket = session.websocket
         recv = websocket.recv
         dispatch = self._dispatch
-        send = self._sender.send
+        send = self.sender.send
         try:
             while True:
                 raw = await recv(decode=False)
@@ -308,12 +363,15 @@ class SessionManager:
                     return frame, False
             return encode_reply(reply), True
         except Exception as exc:
-            env_name = type(session.env).__name__
-            logger.warning("cannot encode the reply of %s", env_name, exc_info=True)
-            error = error_message(
-                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
+            if reply["type"] == MessageType.ERROR:  # an echo of hostile input: make it printable
+                return encode_error_reply(reply), True
+            session.error_log.warn(
+                logger,
+                "cannot encode the reply of %s: %s",
+                type(session.env).__name__,
+                describe(exc),
             )
-            return encode_reply(error), True
+            return encode_error_reply(execution_error_reply(exc)), True
 
     def _reply(self, session: _Session, raw: bytes) -> dict[str, Any] | None:
         """The reply message to one frame; ``None`` for ``close``."""
@@ -331,62 +389,45 @@ class SessionManager:
         except ClientMessageError as exc:
             logger.debug("bad client frame: %s", exc.message)
             return error_message(exc.code, exc.message)
-        kind = message.type
-        if kind == MessageType.CLOSE:
+        if message.type == MessageType.CLOSE:
             return None
+        return self.answer(session, message.type, message.data)
+
+    def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The reply message to a ``reset``, ``step`` or ``state`` with ``data`` on ``session``
+        (an ``error`` message when the data is invalid or the environment raises)."""
         env = session.env
         try:
             if kind == MessageType.STEP:
                 # Environments not derived from ours (e.g. official ones) have no fast path.
                 step_reply = getattr(env, "step_reply", None)
-                fast = step_reply(message.data) if step_reply is not None else None
+                fast = step_reply(data) if step_reply is not None else None
                 if fast is not None:
                     return fast
-                action = self.action_type.model_validate(message.data)
+                action = self.action_type.model_validate(data)
                 reply = serialize_observation(env.step(action))
             elif kind == MessageType.RESET:
-                reply = serialize_observation(env.reset(**session.filter_reset(message.data)))
+                reply = serialize_observation(env.reset(**session.filter_reset(data)))
             else:
                 reply = _serialize_state(env.state)
             return reply
         except ValidationError as exc:
-            return error_message(
-                ErrorCode.VALIDATION_ERROR,
-                f"Invalid message: {exc.error_count()} validation error(s) for "
-                f"{exc.title}: {_first_error(exc)}",
-                errors=_json_safe_errors(exc),
-            )
+            return validation_error_reply(exc)
         except CodecError as exc:
             return error_message(ErrorCode.VALIDATION_ERROR, _describe(exc))
         except Exception as exc:
-            logger.warning("environment %s failed in %s", type(env).__name__, kind, exc_info=True)
-            return error_message(
-                ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {_describe(exc)}"
+            session.error_log.warn(
+                logger, "environment %s failed in %s: %s", type(env).__name__, kind, describe(exc)
             )
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "<root>"
-    return f"{where}: {first.get('msg', '')}"
-
-
-def _json_safe_errors(exc: ValidationError) -> list[Any]:
-    """Pydantic's error list as plain JSON (context objects become strings)."""
-    try:
-        return list(json.loads(exc.json()))
-    except (TypeError, ValueError):
-        return [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors(include_url=False)
-        ]
+            return execution_error_reply(exc)
 
 
 def _close_env(env: Environment[Any, Any, Any]) -> None:
     try:
         env.close()
-    except Exception:
-        logger.warning("closing environment %s failed", type(env).__name__, exc_info=True)
+    except Exception as exc:
+        logger.warning("closing environment %s failed: %s", type(env).__name__, describe(exc))
+        logger.debug("traceback of the failure above", exc_info=True)
 
 
 __all__ = ["IDLE_CLOSE_REASON", "SessionManager", "encode_reply", "serialize_observation"]

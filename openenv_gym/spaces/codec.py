@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import batch_space, iterate
 from pydantic import BaseModel
 
 from openenv_gym.errors import (
@@ -36,6 +37,7 @@ from openenv_gym.spaces.fields import (
     DiscreteCodec,
     EnumCodec,
     FieldCodec,
+    NumericArrayCodec,
     OptionalCodec,
 )
 from openenv_gym.spaces.inference import ActionHints, Inference
@@ -92,11 +94,38 @@ class ObservationCodec:
                 )
             return self._codec.decode(observation[self.key], self.key)
         except CodecError as exc:
-            raise ObservationMismatchError(
-                f"the server's observation does not fit the observation space: {exc}. "
-                + self._advice(exc.field),
-                field=exc.field,
-            ) from exc
+            raise self._mismatch(exc) from exc
+
+    def decode_batch(self, fields: Mapping[str, Any], count: int) -> np.ndarray | list[Any]:
+        """``count`` observations whose fields come stacked (a batch reply: each field an
+        array or list with one entry per observation) -> their decoded values.
+
+        A single-field Box/MultiDiscrete/MultiBinary space is checked as one array and
+        returned as an array of shape ``(count, *shape)``; anything else is decoded row by
+        row with :meth:`decode` (a list). The checks and errors are those of :meth:`decode`.
+
+        Raises:
+            ObservationMismatchError: A value does not fit the space; ``field`` names it.
+        """
+        codec = self._codec
+        key = self.key
+        if key is not None and isinstance(codec, NumericArrayCodec):
+            value = fields.get(key)
+            if isinstance(value, np.ndarray) and value.shape[:1] == (count,):
+                try:
+                    return codec.decode_batch(value, count, key)
+                except CodecError as exc:
+                    raise self._mismatch(exc) from exc
+        return [
+            self.decode({name: column[k] for name, column in fields.items()}) for k in range(count)
+        ]
+
+    def _mismatch(self, exc: CodecError) -> ObservationMismatchError:
+        return ObservationMismatchError(
+            f"the server's observation does not fit the observation space: {exc}. "
+            + self._advice(exc.field),
+            field=exc.field,
+        )
 
     def _advice(self, path: str) -> str:
         """How to get past a field that does not fit (env keyword names)."""
@@ -219,6 +248,52 @@ class ActionCodec:
                 ) from exc
             mask[index] = True
         return mask
+
+    def encode_batch(self, actions: Any, count: int) -> list[dict[str, Any]]:
+        """A batch of ``count`` actions (an element of the batched action space) -> one wire
+        action object per action, exactly as :meth:`encode` makes them.
+
+        A ``Discrete`` action field (plain integers, or the values of an ``Enum``/``Literal``)
+        is checked and mapped for the whole batch at once.
+
+        Raises:
+            ActionOutOfSpaceError: An action is not in :attr:`space`; the message names its
+                position in the batch. Nothing should be sent.
+        """
+        key, codec = self.key, self._codec
+        if key is not None and isinstance(codec, DiscreteCodec | EnumCodec):
+            array = np.asarray(actions)
+            space = self.space
+            assert isinstance(space, spaces.Discrete)  # both codecs map to Discrete
+            start = int(space.start)
+            if (
+                array.shape == (count,)
+                and array.dtype.kind in "iu"
+                and (count == 0 or (array.min() >= start and array.max() < start + int(space.n)))
+            ):
+                if isinstance(codec, EnumCodec):
+                    values = codec.values
+                    return [{key: values[a - start]} for a in array.tolist()]
+                return [{key: a} for a in array.tolist()]
+        try:
+            per_action = list(iterate(batch_space(self.space, count), actions))
+        except (TypeError, ValueError, IndexError, AssertionError) as exc:
+            raise ActionOutOfSpaceError(
+                f"expected a batch of {count} actions in {describe_space(self.space)}, got "
+                f"{describe_value(actions)}"
+            ) from exc
+        if len(per_action) != count:
+            raise ActionOutOfSpaceError(
+                f"expected a batch of {count} actions in {describe_space(self.space)}, got "
+                f"{len(per_action)}"
+            )
+        wires = []
+        for k, action in enumerate(per_action):
+            try:
+                wires.append(self.encode(action))
+            except ActionOutOfSpaceError as exc:
+                raise ActionOutOfSpaceError(f"sub-env {k}: {exc}", field=exc.field) from exc
+        return wires
 
     def decode(self, data: Mapping[str, Any]) -> Any:
         """A wire action object -> an element of :attr:`space` (server side).

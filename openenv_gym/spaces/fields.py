@@ -177,6 +177,30 @@ class NumericArrayCodec(FieldCodec):
         self._check_bounds(array, wire, path)
         return array.astype(self._dtype, copy=False)
 
+    def decode_batch(self, wire: Any, count: int, path: str) -> np.ndarray:
+        """``count`` wire values stacked on axis 0 -> an array of shape ``(count, *shape)``.
+
+        The vectorized twin of :meth:`decode` (a vector env's batch replies): one check of
+        the whole stack, and every row that fails is decoded alone so the error is the one
+        :meth:`decode` raises for it.
+        """
+        array = wire if isinstance(wire, np.ndarray) else None
+        if (
+            array is not None
+            and array.shape == (count, *self._shape)
+            and array.dtype.kind in "biuf"
+            and (array.dtype.kind != "b" or self._accepts_bool)
+            and (array.dtype.kind != "f" or self._dtype.kind == "f")
+        ):
+            if self._dtype.kind == "f":
+                array = array.astype(self._dtype, copy=False)
+            inside = (array >= self._low) & (array <= self._high)
+            if inside.all():
+                return array.astype(self._dtype, copy=False)
+            bad = int(np.argwhere(~inside.reshape(count, -1).all(axis=1))[0][0])
+            self.decode(array[bad], path)  # raises, naming the value
+        return np.stack([self.decode(wire[k], path) for k in range(count)])
+
     def _check_bounds(self, array: np.ndarray, wire: Any, path: str) -> None:
         inside = (array >= self._low) & (array <= self._high)  # NaN compares False, silently
         if inside.all():

@@ -1,7 +1,9 @@
-"""``openenv-gym bench``: complete --help, a real tiny run, and a readable error outside a clone."""
+"""``openenv-gym bench``: complete --help, usage errors, the plan, skips, and a real tiny run
+of the installed package from outside the clone."""
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -10,80 +12,166 @@ from pathlib import Path
 
 import pytest
 
+from openenv_gym.bench import build_parser, contenders, options
+from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_servers
+from openenv_gym.bench.measure import STATUS_SKIPPED
+from openenv_gym.bench.report import TABLE_COLUMNS, parse_table
+from openenv_gym.bench.runner import run_cell
+from openenv_gym.bench.suite import plan, settings_from_args
+from openenv_gym.bench.targets import TARGETS
 from openenv_gym.cli import main
-from openenv_gym.commands.bench import ENV_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
+TINY = ("--seconds", "0.2", "--warmup", "0.05")
 
 
-def _cli(*args: str, cwd: Path = REPO, pythonpath: Path = REPO) -> subprocess.CompletedProcess[str]:
+def _installed_copy(tmp_path: Path) -> Path:
+    """The package alone (no benchmarks/, no tests/), as a wheel would install it."""
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "openenv_gym", site / "openenv_gym")
+    return site
+
+
+def _cli(*args: str, cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from openenv_gym.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
-        [sys.executable, "-m", "openenv_gym.cli", *args],
+        [sys.executable, "-c", code, *args],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(pythonpath), "PYTHONUNBUFFERED": "1"},
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
 
 
 def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--help"]) == 0
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())
     for flag in (
+        "--quick",
         "--envs",
         "--n",
         "--seconds",
         "--warmup",
-        "--quick",
         "--contenders",
         "--servers",
         "--workers",
         "--out",
+        "--url",
+        "--token",
+        "--gym-id",
         "--debug",
     ):
         assert flag in text, flag
-    for name in (*ENV_NAMES, "AsyncVectorEnv", "envpool", "official", "PNG", "CSV"):
-        assert name in text, name
+    for words in ("AsyncVectorEnv", "envpool", ".sync()", "p50/p90/p99", "CPU time", "bench.png"):
+        assert words in text, words
 
 
-def test_top_level_help_names_bench(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
+def test_options_match_the_suite() -> None:
+    assert options.CONTENDER_KEYS == contenders.CONTENDER_KEYS
+    assert tuple(ENV_SPECS) == options.ENV_NAMES
+    quick = settings_from_args(build_parser().parse_args(["--quick"]))
+    assert (list(quick.envs), list(quick.sizes), quick.seconds) == (["CartPole"], [1, 8], 1.0)
+    full = settings_from_args(build_parser().parse_args([]))
+    assert (list(full.envs), list(full.sizes)) == (["CartPole", "Pong"], [1, 2, 4, 8, 16])
 
 
-def test_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--n", "0"]) == 2
-    assert "expected a comma-separated list of positive integers" in capsys.readouterr().err
+def test_plan_runs_single_env_contenders_first_then_every_n() -> None:
+    settings = Settings(envs=["CartPole", "Pong"], sizes=[1, 8], contenders=["raw", "async"])
+    groups = plan(settings)
+    assert [[(c.env, c.key, c.num_envs) for c in g.cells] for g in groups] == [
+        [("CartPole", "raw", 1), ("CartPole", "async", 1), ("CartPole", "async", 8)],
+        [("Pong", "raw", 1), ("Pong", "async", 1), ("Pong", "async", 8)],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--envs", "Breakout"], "expected a comma-separated list of CartPole, Pong"),
+        (["--n", "0,8"], "expected a comma-separated list of positive integers"),
+        (["--n", "eight"], "expected a comma-separated list of positive integers"),
+        (["--seconds", "-1"], "expected a positive number of seconds"),
+        (["--servers", "0"], "expected a positive integer"),
+        (["--contenders", "gym"], "expected a comma-separated list of raw, sync"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def _context(**kwargs: object) -> Context:
+    settings = Settings(envs=["CartPole"], sizes=[1], seconds=0.05, warmup=0.01)
+    return Context(ENV_SPECS["CartPole"], settings, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["official", "official-sync", "ours-env", "ours-json"])
+def test_contenders_needing_a_server_are_skipped_when_it_did_not_start(key: str) -> None:
+    contender = next(c for c in contenders.CONTENDERS if c.key == key)
+    context = _context(server_problem="our server did not start: ServerStartError: port in use")
+    cell = plan(Settings(envs=["CartPole"], sizes=[1], contenders=[key]))[0].cells[0]
+    cell.open = lambda: contender.open(context, 1)
+    result = run_cell(cell, 0.05, 0.0, [])
+    assert result.status == STATUS_SKIPPED
+    assert result.reason == "our server did not start: ServerStartError: port in use"
+
+
+def test_a_missing_package_is_a_skip_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "envpool", None)  # `import envpool` raises ImportError
+    cell = plan(Settings(envs=["CartPole"], sizes=[2], contenders=["envpool"]))[0].cells[0]
+    result = run_cell(cell, 0.05, 0.0, [])
+    assert result.status == STATUS_SKIPPED
+    assert result.reason.startswith("envpool is not installed (pip install 'openenv-gym[bench]')")
+
+
+def test_servers_start_with_workers_and_stop() -> None:
+    settings = Settings(envs=["CartPole"], sizes=[1], servers=2, workers=1)
+    context = Context(ENV_SPECS["CartPole"], settings)
+    with running_servers(context, log=lambda line: None) as running:
+        assert running.server_problem == ""
+        assert len(set(running.urls)) == 2  # two processes, two ports
 
 
 @pytest.mark.slow
-def test_bench_runs_the_suite_and_prints_the_png_path(tmp_path: Path) -> None:
-    done = _cli(
-        "bench",
-        *("--envs", "CartPole", "--contenders", "raw,echo,ours-json", "--n", "1"),
-        *("--seconds", "0.2", "--warmup", "0.05", "--out", str(tmp_path)),
-    )
-    assert done.returncode == 0, done.stderr
-    png = [line for line in done.stdout.splitlines() if line.startswith("PNG: ")]
-    assert len(png) == 1
-    assert Path(png[0].removeprefix("PNG: ")).is_file()
-    assert "gymnasium env (raw, 1 env)" in done.stderr  # progress, one line per cell
-    assert done.stderr.count("N=1 ") == 3
-
-
-def test_outside_a_clone_bench_fails_with_one_readable_line(tmp_path: Path) -> None:
-    installed = tmp_path / "site"
-    shutil.copytree(REPO / "openenv_gym", installed / "openenv_gym")  # the package, no benchmarks/
+def test_bench_runs_from_the_installed_package_outside_the_clone(tmp_path: Path) -> None:
+    site = _installed_copy(tmp_path)
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    done = _cli("bench", "--quick", cwd=workdir, pythonpath=installed)
-    assert done.returncode == 1
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("openenv-gym: error: BenchmarkSuiteNotFoundError: ")
-    assert "run `openenv-gym bench` from the root of a clone" in lines[0]
-    help_text = _cli("bench", "--help", cwd=workdir, pythonpath=installed)
-    assert help_text.returncode == 0
-    assert "--quick" in help_text.stdout  # the options are defined without the suite
-    assert "run it from the clone's root" in " ".join(help_text.stdout.split())
+    done = _cli(
+        "bench",
+        "--quick",
+        *("--contenders", "raw,sync,async,envpool,official-sync,ours-env,ours-json", "--n", "1,2"),
+        *TINY,
+        cwd=workdir,
+        pythonpath=site,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = parse_table(done.stdout)
+    assert list(rows[0]) == list(TABLE_COLUMNS)
+    measured = {(row["contender"], row["N"]): row for row in rows}
+    labels = {c.key: c.label for c in contenders.CONTENDERS}
+    for key, n in [("raw", "1"), ("ours-env", "1"), ("official-sync", "1"), ("async", "2")]:
+        row = measured[(labels[key], n)]
+        assert float(row["steps/s"].replace(",", "")) > 0, row
+        assert float(row["p99 µs"].replace(",", "")) >= float(row["p50 µs"].replace(",", ""))
+        assert float(row["CPU µs/step"].replace(",", "")) >= 0
+    assert measured[(labels["async"], "2")]["vs Async(N)"] == "1.00x"
+    assert measured[(labels["raw"], "1")]["vs raw"] == "1.00x"
+    # progress on stderr with the time left, one line per cell
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[ ")]
+    assert len(progress) == len(rows)
+    assert all(line.endswith(" left)") for line in progress)
+    # every target gets a verdict
+    verdicts = parse_table(done.stdout, 1)
+    assert [row["target"] for row in verdicts] == [target.text for target in TARGETS]
+    assert all(row["verdict"] in {"**met**", "not met", "not measured"} for row in verdicts)
+    # the default output folder is made under the working directory
+    (out,) = (workdir / "bench-results").iterdir()
+    assert {p.name for p in out.iterdir()} == {"bench.csv", "bench.md", "bench.png"}
+    with (out / "bench.csv").open() as handle:
+        assert [r["label"] for r in csv.DictReader(handle)] == [r["contender"] for r in rows]
+    assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"PNG: {out / 'bench.png'}" in done.stdout

@@ -26,8 +26,8 @@ from openenv_gym.errors import (
     ServerReplyError,
     UnknownEncodingError,
 )
-from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import ServerThread
+from openenv_gym.wire.messages import http_to_ws_url
 from tests.envs.official_atari import official_atari_server
 
 OFFICIAL_ACTION_FIELDS = {"action_id", "game_name", "obs_type", "full_action_space", "metadata"}

@@ -34,8 +34,8 @@ from openenv_gym.errors import (  # noqa: E402
     IllegalMoveError,
     UCIEngineNotFoundError,
 )
-from openenv_gym.protocol import http_to_ws_url  # noqa: E402
 from openenv_gym.server import ServerThread  # noqa: E402
+from openenv_gym.wire.messages import http_to_ws_url  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from openenv_gym.envs.gymnasium import (
     json_safe,
 )
 from openenv_gym.errors import SpaceMappingError
-from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import ServerThread
 from openenv_gym.spaces.serialization import (
     X_ACTION_KEY,
@@ -29,6 +28,7 @@ from openenv_gym.spaces.serialization import (
     from_wire,
     space_from_json,
 )
+from openenv_gym.wire.messages import http_to_ws_url
 
 
 def ask(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from openenv_gym import OpenEnvEnv
+from openenv_gym.client import is_healthy
 from openenv_gym.errors import (
     AuthenticationError,
     ImageNotFoundError,
@@ -28,7 +29,6 @@ from openenv_gym.errors import (
     UnsupportedRenderModeError,
 )
 from openenv_gym.providers import DockerProvider, remove_orphans, server_provider
-from openenv_gym.transport import is_healthy
 from tests.providers.conftest import our_container_ids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ FORK_SCRIPT = textwrap.dedent(
     """
     import os, sys
     from openenv_gym.providers import DockerProvider
-    from openenv_gym.transport import is_healthy
+    from openenv_gym.client import is_healthy
     provider = DockerProvider.serving(sys.argv[1], ["gymnasium", "--env-id", "CartPole-v1"])
     url = provider.start()
     pid = os.fork()

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.client import fetch_schema
 from openenv_gym.errors import AuthenticationError
 from openenv_gym.providers import DockerProvider
-from openenv_gym.transport import fetch_schema
 from tests.providers.conftest import image
 
 

@@ -15,9 +15,9 @@ import gymnasium as gym
 import pytest
 
 from openenv_gym import OpenEnvEnv
+from openenv_gym.client import is_healthy
 from openenv_gym.errors import ServerStartError, UnsupportedRenderModeError
 from openenv_gym.providers import LocalServerProcess
-from openenv_gym.transport import is_healthy
 
 
 def processes_with_mark(mark: str) -> list[int]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from openenv_gym.transport import is_healthy
+from openenv_gym.client import is_healthy
 
 HEALTHY = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20\r\n"

@@ -12,7 +12,6 @@ import pytest
 from pydantic import Field
 from websockets.sync.client import ClientConnection, connect
 
-from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import (
     Action,
     Environment,
@@ -21,6 +20,7 @@ from openenv_gym.server import (
     ServerThread,
     State,
 )
+from openenv_gym.wire.messages import http_to_ws_url
 
 
 class ProbeAction(Action):

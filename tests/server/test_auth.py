@@ -17,12 +17,12 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
-from openenv_gym.cli import READY_PREFIX
+from openenv_gym.cli.ready import READY_PREFIX
+from openenv_gym.client import SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError
-from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import OpenEnvServer, ServerThread
-from openenv_gym.transport import SyncSession, get_json
+from openenv_gym.wire.messages import http_to_ws_url
 
 TOKEN = "s3cret-token"
 REPO = Path(__file__).resolve().parents[2]

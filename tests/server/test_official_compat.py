@@ -25,8 +25,8 @@ from openenv.core.env_server.types import State as OfficialState
 from pydantic import Field
 from websockets.sync.client import connect
 
-from openenv_gym.protocol import http_to_ws_url
 from openenv_gym.server import OpenEnvServer, ServerThread
+from openenv_gym.wire.messages import http_to_ws_url
 from tests.official_peer import serve_official_app
 
 # --------------------------------------------------------------------------- official client

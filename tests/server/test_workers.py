@@ -115,7 +115,7 @@ def test_resolve_workers() -> None:
 
 
 def test_unix_sockets_one_per_worker(tmp_path: Any) -> None:
-    from openenv_gym.transport import Session, run_sync
+    from openenv_gym.client import Session, run_sync
 
     base = str(tmp_path / "s")
     args = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "2", "--unix-socket", base]

@@ -43,11 +43,11 @@ from openenv_gym.envs.gymnasium.models import (
     gymnasium_models,
 )
 from openenv_gym.errors import ActionOutOfSpaceError
-from openenv_gym.protocol import observation_message
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 from openenv_gym.spaces.frames import RENDER_RESET_KEY, encode_frame
 from openenv_gym.spaces.serialization import from_wire, to_wire
+from openenv_gym.wire.messages import observation_message
 
 DOCUMENTATION_URL = "https://gymnasium.farama.org/"
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -1,0 +1,81 @@
+"""The benchmark suite, shipped with the package: ``openenv-gym bench`` (or ``python -m
+openenv_gym.bench``).
+
+Without ``--url`` it measures, for CartPole and Pong at N sub-envs, every way of stepping
+them: raw Gymnasium, Gymnasium ``SyncVectorEnv`` / ``AsyncVectorEnv``, envpool, the official
+``openenv`` client and ours, against our servers started on 127.0.0.1 (see
+:mod:`openenv_gym.bench.suite`). With ``--url`` it measures a running server instead (see
+:mod:`openenv_gym.bench.url`). The plot needs the ``[bench]`` extra (matplotlib; envpool
+for its contender); everything else runs on the base install, and a contender whose
+package is missing is reported as ``skipped: <reason>``.
+
+Modules: :mod:`~openenv_gym.bench.measure` (timed loops, latency, CPU),
+:mod:`~openenv_gym.bench.context` (env specs, settings, our servers),
+:mod:`~openenv_gym.bench.local` and :mod:`~openenv_gym.bench.remote` (the contenders),
+:mod:`~openenv_gym.bench.contenders` (their table), :mod:`~openenv_gym.bench.runner`
+(running cells, progress, the report), :mod:`~openenv_gym.bench.report` (table, CSV,
+Markdown), :mod:`~openenv_gym.bench.plot` (PNG), :mod:`~openenv_gym.bench.targets`.
+
+Example:
+    >>> from openenv_gym.bench import build_parser
+    >>> build_parser().parse_args(["--quick"]).quick
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from openenv_gym.bench.options import DEFAULT_OUT_ROOT, DEFAULT_SIZES, DESCRIPTION, add_arguments
+
+
+def build_parser(prog: str = "python -m openenv_gym.bench") -> argparse.ArgumentParser:
+    """The suite's argument parser (the same options as ``openenv-gym bench``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the suite (or measure ``--url``) for parsed options; print and write the report."""
+    from pathlib import Path
+
+    from openenv_gym.bench import suite, targets, url
+    from openenv_gym.bench.runner import run_and_report
+
+    settings = suite.settings_from_args(args)
+    out_dir: Path = args.out or DEFAULT_OUT_ROOT / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    if args.url is not None:
+        sizes = args.n or list(DEFAULT_SIZES)
+        info = url.probe(args.url, args.token, args.gym_id, max(sizes))
+        run_and_report(
+            url.plan(info, sizes, args.token, args.contenders),
+            seconds=settings.seconds,
+            warmup=settings.warmup,
+            out_dir=out_dir,
+            what=(
+                f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
+                f"--seconds {settings.seconds:g}` ({info.name or 'no name in /metadata'})"
+            ),
+            targets=lambda results: "",
+        )
+        return 0
+    run_and_report(
+        suite.plan(settings),
+        seconds=settings.seconds,
+        warmup=settings.warmup,
+        out_dir=out_dir,
+        what=suite.describe(settings),
+        targets=targets.format_targets,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m openenv_gym.bench``: parse ``argv`` and run."""
+    return run_from_args(build_parser().parse_args(argv))
+
+
+__all__ = ["add_arguments", "build_parser", "main", "run_from_args"]

@@ -1,0 +1,66 @@
+"""The contenders of the suite, in table order.
+
+Each contender is one ``open_<name>(context, n) -> Driver`` function
+(:mod:`openenv_gym.bench.local` for the in-process ones, :mod:`openenv_gym.bench.remote`
+for those over the wire). To change how a contender is built, edit its one constructor call.
+
+Example:
+    >>> [c.key for c in CONTENDERS][:3]
+    ['raw', 'sync', 'async']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from openenv_gym.bench import local, remote
+from openenv_gym.bench.context import Context
+from openenv_gym.bench.measure import Driver
+
+#: What "CPU µs/step" counts (printed under the table).
+CPU_NOTE: Final = (
+    "CPU µs/step: time.process_time() of the benchmark process per env step; all its threads "
+    "count (envpool's C++ pool, a client's event-loop thread), other processes do not "
+    "(AsyncVectorEnv's N workers, the servers): for those it is the learner-side cost only"
+)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One row family of the table.
+
+    Attributes:
+        key: Short name used in ``--contenders``, the CSV and the plot.
+        label: Human name for the table.
+        open: Builds a :class:`~openenv_gym.bench.measure.Driver` for N sub-envs.
+        single_only: Measured at N=1 only (single-env contenders).
+    """
+
+    key: str
+    label: str
+    open: Callable[[Context, int], Driver]
+    single_only: bool = False
+
+
+#: Every contender, in table order.
+CONTENDERS: Final[tuple[Contender, ...]] = (
+    Contender("raw", "gymnasium (raw, 1 env)", local.open_raw, True),
+    Contender("sync", "gymnasium SyncVectorEnv", local.open_sync),
+    Contender("async", "gymnasium AsyncVectorEnv", local.open_async),
+    Contender("envpool-sync", "envpool sync", local.open_envpool_sync),
+    Contender("envpool", "envpool async", local.open_envpool_async),
+    Contender(
+        "official-sync",
+        "official client .sync() (1 env)",
+        remote.open_official_sync,
+        True,
+    ),
+    Contender("official", "official client (gather)", remote.open_official),
+    Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.open_ours_env, True),
+    Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
+    Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
+)
+
+CONTENDER_KEYS: Final = tuple(c.key for c in CONTENDERS)

@@ -1,0 +1,192 @@
+"""What the contenders of one run share: the env specs, the settings and our servers.
+
+Example:
+    >>> ENV_SPECS["Pong"].make_kwargs
+    {'frameskip': 4, 'repeat_action_probability': 0.0}
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from openenv_gym.bench.measure import ContenderUnavailableError
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One benchmarked environment, named the way each contender needs it.
+
+    Attributes:
+        name: Short name used in tables and ``--envs`` (``CartPole``, ``Pong``).
+        gym_id: The Gymnasium id for the raw / Sync / Async contenders.
+        make_kwargs: ``gymnasium.make`` keyword arguments.
+        n_actions: Size of the Discrete action space (random actions are drawn from it).
+        serve_args: ``openenv-gym serve ...`` arguments for our server.
+        openenv_id: Our Gymnasium id for the same env served remotely.
+        openenv_kwargs: Extra keyword arguments for our env / vector env.
+        official_action_field: The action field name on the wire (for the official client).
+        envpool_id: The envpool task id.
+        envpool_kwargs: ``envpool.make`` keyword arguments matching ``make_kwargs``.
+        requires_module: A module the raw env and our server need (``ale_py``), or ``None``.
+    """
+
+    name: str
+    gym_id: str
+    make_kwargs: dict[str, Any]
+    n_actions: int
+    serve_args: tuple[str, ...]
+    openenv_id: str
+    openenv_kwargs: dict[str, Any]
+    official_action_field: str
+    envpool_id: str
+    envpool_kwargs: dict[str, Any]
+    requires_module: str | None = None
+
+
+ENV_SPECS: Final[dict[str, EnvSpec]] = {
+    "CartPole": EnvSpec(
+        name="CartPole",
+        gym_id="CartPole-v1",
+        make_kwargs={},
+        n_actions=2,
+        serve_args=("gymnasium", "--env-id", "CartPole-v1"),
+        openenv_id="openenv/CartPole-v1",
+        openenv_kwargs={},
+        official_action_field="action",
+        envpool_id="CartPole-v1",
+        envpool_kwargs={},
+    ),
+    "Pong": EnvSpec(
+        name="Pong",
+        gym_id="ALE/Pong-v5",
+        # Our Atari server steps with frameskip 4 and no sticky actions: match it.
+        make_kwargs={"frameskip": 4, "repeat_action_probability": 0.0},
+        n_actions=6,
+        serve_args=(
+            "atari",
+            "--game",
+            "pong",
+            "--obs-type",
+            "rgb",
+            "--frameskip",
+            "4",
+            "--repeat-action-probability",
+            "0",
+        ),
+        openenv_id="openenv/Atari-v0",
+        openenv_kwargs={"game": "pong"},
+        official_action_field="action_id",
+        envpool_id="Pong-v5",
+        # Full RGB frames, no stacking, no sticky actions, no episodic life or clipping.
+        envpool_kwargs={
+            "frame_skip": 4,
+            "repeat_action_probability": 0.0,
+            "img_height": 210,
+            "img_width": 160,
+            "gray_scale": False,
+            "stack_num": 1,
+            "episodic_life": False,
+            "reward_clip": False,
+            "noop_max": 1,
+        },
+        requires_module="ale_py",
+    ),
+}
+
+
+@dataclass
+class Settings:
+    """How the suite runs.
+
+    Attributes:
+        envs: Env names from :data:`ENV_SPECS`, in order.
+        sizes: The N values, in order.
+        seconds: Timed window per cell.
+        warmup: Warm-up before each timed window.
+        servers: Our server processes per env (sessions are spread over them).
+        workers: ``--workers`` per server process (``None``: the server's default).
+        contenders: Contender keys to run (``None``: all).
+        seed: The action stream seed.
+    """
+
+    envs: Sequence[str]
+    sizes: Sequence[int]
+    seconds: float = 3.0
+    warmup: float = 0.5
+    servers: int = 1
+    workers: int | None = None
+    contenders: Sequence[str] | None = None
+    seed: int = 0
+
+
+@dataclass
+class Context:
+    """What the contenders of one env share: the spec, our servers, the settings.
+
+    Attributes:
+        spec: The env.
+        settings: The suite settings.
+        urls: Base URLs of our running servers (empty when they could not start).
+        server_problem: Why there are no servers, or ``""``.
+        notes: Remarks for the report.
+    """
+
+    spec: EnvSpec
+    settings: Settings
+    urls: list[str] = field(default_factory=list)
+    server_problem: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def require_servers(self) -> list[str]:
+        """Our servers' URLs, or :class:`ContenderUnavailableError` saying why there are none."""
+        if not self.urls:
+            raise ContenderUnavailableError(self.server_problem or "no server running")
+        return self.urls
+
+
+def missing_module(name: str | None) -> str:
+    """``""`` when ``name`` is importable (or ``None``), else why the env cannot run."""
+    if name is None or importlib.util.find_spec(name) is not None:
+        return ""
+    return f"{name} is not installed (pip install 'openenv-gym[atari]')"
+
+
+@contextmanager
+def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Context]:
+    """Start ``settings.servers`` of our servers for ``context.spec`` (children, 127.0.0.1).
+
+    A server that cannot start is not fatal: ``context.server_problem`` says why, and the
+    contenders that need it are skipped with that reason.
+    """
+    from openenv_gym.providers import LocalServerProcess
+
+    spec, settings = context.spec, context.settings
+    context.server_problem = missing_module(spec.requires_module)
+    if context.server_problem:
+        yield context
+        return
+    serve_args = list(spec.serve_args)
+    if settings.workers is not None:
+        serve_args += ["--workers", str(settings.workers)]
+    with ExitStack() as stack:
+        try:
+            for _ in range(settings.servers):
+                server = LocalServerProcess(serve_args)
+                stack.callback(server.stop)
+                context.urls.append(server.start())
+        except Exception as exc:
+            context.urls.clear()
+            context.server_problem = f"our server did not start: {one_line(exc)}"
+        else:
+            log(f"[{spec.name}] servers: {', '.join(context.urls)} ({' '.join(serve_args)})")
+        yield context
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, for tables and progress lines."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,177 @@
+"""The suite's command-line options, shared by ``openenv-gym bench`` and ``python -m``.
+
+Importing this module is cheap (no gymnasium, no matplotlib): ``--help`` stays fast.
+
+Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser)
+    >>> args = parser.parse_args(["--quick", "--n", "1,4"])
+    >>> args.quick, args.n
+    (True, [1, 4])
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+from openenv_gym.cli.arguments import positive_int, positive_seconds
+
+#: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
+ENV_NAMES: Final = ("CartPole", "Pong")
+#: Contender keys, as in :data:`openenv_gym.bench.contenders.CONTENDERS`.
+CONTENDER_KEYS: Final = (
+    "raw",
+    "sync",
+    "async",
+    "envpool-sync",
+    "envpool",
+    "official-sync",
+    "official",
+    "ours-env",
+    "ours-json",
+    "ours-binary",
+)
+DEFAULT_SIZES: Final = (1, 2, 4, 8, 16)
+QUICK_SIZES: Final = (1, 8)
+DEFAULT_SECONDS: Final = 3.0
+QUICK_SECONDS: Final = 1.0
+MAX_WARMUP: Final = 0.5
+#: Where results go without ``--out`` (a fresh time-stamped folder inside it).
+DEFAULT_OUT_ROOT: Final = Path("bench-results")
+
+DESCRIPTION: Final = (
+    "Benchmark remote OpenEnv envs against raw Gymnasium. Without --url: for CartPole and "
+    "Pong at N sub-envs, raw Gymnasium, Gymnasium SyncVectorEnv and AsyncVectorEnv, envpool "
+    "(sync and async), the official openenv client (asyncio gather, and .sync() for one env) "
+    "and ours (one env; vector env with JSON and binary frames) against servers started on "
+    "127.0.0.1. With --url: a running OpenEnv server (ours or the official package's): one "
+    "session's latency and the throughput at the N it holds, next to raw Gymnasium when the "
+    "server names its Gymnasium id (or --gym-id does). For every contender: env steps/s, the "
+    "ratios to AsyncVectorEnv(N), SyncVectorEnv(N) and raw Gymnasium, the p50/p90/p99 "
+    "latency of one step() call and the client process's CPU time per env step. Progress "
+    "and the time left go to stderr; the table and the throughput targets to stdout; "
+    "bench.csv, bench.md and bench.png (throughput and latency panels) to --out."
+)
+
+
+def name_list(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    """An argparse type: a comma-separated subset of ``choices`` (case-insensitive)."""
+    lowered = {choice.lower(): choice for choice in choices}
+
+    def parse(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in names if name.lower() not in lowered]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {', '.join(choices)}, got {text!r}"
+            )
+        return [lowered[name.lower()] for name in names]
+
+    return parse
+
+
+def sizes(text: str) -> list[int]:
+    """An argparse type: comma-separated positive integers (``1,8,16``)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of positive integers like 1,2,4,8,16, got {text!r}"
+        )
+    return values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the suite's options to ``parser``."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run: N in {1,8}, 1 s cells, CartPole only unless --envs is given "
+        "(under 2 minutes on an idle 2-core machine)",
+    )
+    parser.add_argument(
+        "--envs",
+        type=name_list(ENV_NAMES),
+        default=None,
+        metavar="LIST",
+        help=f"envs to run, from {','.join(ENV_NAMES)} (default: all; with --quick: CartPole)",
+    )
+    parser.add_argument(
+        "--n",
+        type=sizes,
+        default=None,
+        metavar="LIST",
+        help="numbers of sub-envs N, comma-separated (default: "
+        f"{','.join(map(str, DEFAULT_SIZES))}; with --quick: {','.join(map(str, QUICK_SIZES))}; "
+        "with --url: those the server holds)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help=f"timed window per cell (default: {DEFAULT_SECONDS:g}; with --quick: "
+        f"{QUICK_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help=f"untimed warm-up per cell (default: a sixth of --seconds, at most {MAX_WARMUP:g})",
+    )
+    parser.add_argument(
+        "--contenders",
+        type=name_list(CONTENDER_KEYS),
+        default=None,
+        metavar="LIST",
+        help=f"contenders to run, from {','.join(CONTENDER_KEYS)} (default: all)",
+    )
+    parser.add_argument(
+        "--servers",
+        type=positive_int,
+        default=1,
+        metavar="S",
+        help="our server processes per env; sessions are spread over them (default: 1)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="--workers for each `openenv-gym serve` process (default: the server's own)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="directory for bench.csv, bench.md and bench.png (default: a new "
+        f"{DEFAULT_OUT_ROOT}/<date-time>/ in the current directory)",
+    )
+    remote = parser.add_argument_group("a running server (--url)")
+    remote.add_argument(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="measure this OpenEnv server (http://HOST:PORT) instead of starting ours",
+    )
+    remote.add_argument(
+        "--token",
+        default=None,
+        metavar="T",
+        help="bearer token for --url (default: $OPENENV_TOKEN)",
+    )
+    remote.add_argument(
+        "--gym-id",
+        default=None,
+        metavar="ID",
+        help="the Gymnasium id the server runs, for the raw Gymnasium anchors (default: the "
+        "name in the server's GET /metadata when it is a registered Gymnasium id)",
+    )

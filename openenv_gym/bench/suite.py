@@ -1,0 +1,91 @@
+"""The full suite: every contender for CartPole and Pong at N sub-envs, on this machine.
+
+Our servers (``openenv-gym serve ...``) run as child processes on 127.0.0.1 for the
+duration of each env's cells; every other contender runs in this process (and its workers).
+
+Example:
+    >>> settings = Settings(envs=["CartPole"], sizes=[1, 8])
+    >>> [(cell.key, cell.num_envs) for cell in plan(settings)[0].cells][:3]
+    [('raw', 1), ('official-sync', 1), ('ours-env', 1)]
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from typing import Any
+
+from openenv_gym.bench.contenders import CONTENDERS, Contender
+from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_servers
+from openenv_gym.bench.measure import ActionStream
+from openenv_gym.bench.options import (
+    DEFAULT_SECONDS,
+    DEFAULT_SIZES,
+    MAX_WARMUP,
+    QUICK_SECONDS,
+    QUICK_SIZES,
+)
+from openenv_gym.bench.runner import Group, Log, PlannedCell, stderr_line
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The :class:`Settings` for parsed arguments (``--quick`` fills what was not given)."""
+    seconds = args.seconds or (QUICK_SECONDS if args.quick else DEFAULT_SECONDS)
+    return Settings(
+        envs=args.envs or (["CartPole"] if args.quick else list(ENV_SPECS)),
+        sizes=args.n or list(QUICK_SIZES if args.quick else DEFAULT_SIZES),
+        seconds=seconds,
+        warmup=args.warmup if args.warmup is not None else min(MAX_WARMUP, seconds / 6),
+        servers=int(args.servers),
+        workers=None if args.workers is None else int(args.workers),
+        contenders=args.contenders,
+    )
+
+
+def _chosen(settings: Settings) -> list[Contender]:
+    return [c for c in CONTENDERS if settings.contenders is None or c.key in settings.contenders]
+
+
+def _cell(context: Context, contender: Contender, n: int) -> PlannedCell:
+    spec = context.spec
+    return PlannedCell(
+        env=spec.name,
+        key=contender.key,
+        label=contender.label,
+        num_envs=n,
+        open=partial(contender.open, context, n),
+        actions=lambda: ActionStream.discrete(spec.n_actions, n, context.settings.seed),
+    )
+
+
+def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
+    """One group per env: the single-env contenders at N=1 first, then every N in turn."""
+    groups = []
+    chosen = _chosen(settings)
+    for env in settings.envs:
+        context = Context(ENV_SPECS[env], settings)
+        cells = [_cell(context, c, 1) for c in chosen if c.single_only]
+        cells += [_cell(context, c, n) for n in settings.sizes for c in chosen if not c.single_only]
+
+        def setup(context: Context = context) -> Any:
+            return running_servers(context, log)
+
+        groups.append(Group(cells, setup, context.notes))
+    return groups
+
+
+def describe(settings: Settings) -> str:
+    """What ran, as the ``openenv-gym bench`` command that runs it again."""
+    words = [
+        "openenv-gym bench",
+        f"--envs {','.join(settings.envs)}",
+        f"--n {','.join(map(str, settings.sizes))}",
+        f"--seconds {settings.seconds:g}",
+        f"--warmup {settings.warmup:.2g}",
+        f"--servers {settings.servers}",
+    ]
+    if settings.workers:
+        words.append(f"--workers {settings.workers}")
+    if settings.contenders:
+        words.append(f"--contenders {','.join(settings.contenders)}")
+    return "`" + " ".join(words) + "`"

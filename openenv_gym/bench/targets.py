@@ -1,0 +1,181 @@
+"""The throughput issue's targets, judged from one run's cells (ratios, never absolute times).
+
+Example:
+    >>> from openenv_gym.bench.measure import CellResult
+    >>> cells = [
+    ...     CellResult("CartPole", "async", "a", 8, "ok", steps_per_s=1000.0),
+    ...     CellResult("CartPole", "ours-binary", "b", 8, "ok", steps_per_s=1600.0),
+    ... ]
+    >>> verdict = TARGETS[0].assess(cells)
+    >>> verdict.status, verdict.numbers, verdict.ratio
+    ('met', 'ours-binary 1,600 / async 1,000 steps/s', 1.6)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from openenv_gym.bench.measure import CellResult
+
+#: Kinds of target.
+RATE: Final = "steps/s"
+CPU: Final = "cpu"
+#: Verdicts.
+MET: Final = "met"
+NOT_MET: Final = "not met"
+NOT_MEASURED: Final = "not measured"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target judged.
+
+    Attributes:
+        text: The target.
+        status: :data:`MET`, :data:`NOT_MET` or :data:`NOT_MEASURED`.
+        numbers: What was compared (or what was missing).
+        ratio: Ours over the reference, when both were measured.
+    """
+
+    text: str
+    status: str
+    numbers: str
+    ratio: float | None = None
+
+    def __str__(self) -> str:
+        ratio = "" if self.ratio is None else f" = {self.ratio:.2f}x"
+        return f"[{self.status}] {self.text}: {self.numbers}{ratio}"
+
+
+def find(cells: Sequence[CellResult], env: str, contender: str, n: int) -> CellResult | None:
+    """The measured cell of ``contender`` at ``env`` and N, if any."""
+    for cell in cells:
+        if (cell.env, cell.contender, cell.num_envs) == (env, contender, n) and cell.ok:
+            return cell
+    return None
+
+
+def _value(cell: CellResult | None, kind: str) -> float | None:
+    if cell is None:
+        return None
+    return cell.steps_per_s if kind == RATE else cell.cpu_us_per_step
+
+
+@dataclass(frozen=True)
+class Target:
+    """``best of ours`` against ``reference``: a rate ``>= factor x``, or CPU ``<= factor x``.
+
+    Attributes:
+        text: The goal as the issue states it.
+        env: The env name.
+        contenders: Ours; the best measured one counts.
+        n: N for ours.
+        reference: The contender compared against.
+        reference_n: N for the reference.
+        factor: The required ratio.
+        kind: :data:`RATE` (higher is better) or :data:`CPU` (client CPU per step, lower).
+    """
+
+    text: str
+    env: str
+    contenders: tuple[str, ...]
+    n: int
+    reference: str
+    reference_n: int
+    factor: float
+    kind: str = RATE
+
+    def assess(self, cells: Sequence[CellResult]) -> Verdict:
+        """Judge the target from one run's cells."""
+        ours = [
+            (value, key)
+            for key in self.contenders
+            if (value := _value(find(cells, self.env, key, self.n), self.kind)) is not None
+        ]
+        reference = _value(find(cells, self.env, self.reference, self.reference_n), self.kind)
+        if not ours or not reference:
+            missing = [] if ours else ["/".join(self.contenders) + f"({self.n})"]
+            missing += [] if reference else [f"{self.reference}({self.reference_n})"]
+            return Verdict(self.text, NOT_MEASURED, f"no result for {', '.join(missing)}")
+        if self.kind == RATE:
+            value, key = max(ours)
+            met = value / reference >= self.factor
+            numbers = f"{key} {value:,.0f} / {self.reference} {reference:,.0f} steps/s"
+        else:
+            value, key = min(ours)
+            met = value / reference <= self.factor
+            numbers = f"{key} {value:.1f} / {self.reference} {reference:.1f} µs CPU per step"
+        return Verdict(self.text, MET if met else NOT_MET, numbers, value / reference)
+
+    def verdict(self, cells: Sequence[CellResult]) -> str:
+        """``[met] ...``, ``[not met] ...`` or ``[not measured] ...`` with the numbers."""
+        return str(self.assess(cells))
+
+
+_OURS_VECTOR: Final = ("ours-json", "ours-binary")
+
+#: The targets of the throughput issue (issue 11).
+TARGETS: Final = (
+    Target(
+        "vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)",
+        "CartPole",
+        _OURS_VECTOR,
+        8,
+        "async",
+        8,
+        1.5,
+    ),
+    Target(
+        "vector CartPole N=16 >= 2x AsyncVectorEnv(16)",
+        "CartPole",
+        _OURS_VECTOR,
+        16,
+        "async",
+        16,
+        2.0,
+    ),
+    Target("vector Pong N=8 >= 1.0x AsyncVectorEnv(8)", "Pong", _OURS_VECTOR, 8, "async", 8, 1.0),
+    Target("vector Pong N=8 >= 0.8x envpool async(8)", "Pong", _OURS_VECTOR, 8, "envpool", 8, 0.8),
+    Target(
+        "single-env CartPole >= 2x official client .sync()",
+        "CartPole",
+        ("ours-env",),
+        1,
+        "official-sync",
+        1,
+        2.0,
+    ),
+    Target(
+        "client CPU per step, CartPole N=16 <= 1/3 official client's",
+        "CartPole",
+        _OURS_VECTOR,
+        16,
+        "official",
+        16,
+        1 / 3,
+        CPU,
+    ),
+    Target(
+        "client CPU per step, Pong N=16 <= 1/3 official client's",
+        "Pong",
+        _OURS_VECTOR,
+        16,
+        "official",
+        16,
+        1 / 3,
+        CPU,
+    ),
+)
+
+
+def format_targets(cells: Sequence[CellResult]) -> str:
+    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio."""
+    lines = ["| target | verdict | measured | ratio |", "|---|---|---|---:|"]
+    for target in TARGETS:
+        verdict = target.assess(cells)
+        ratio = "-" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
+        status = f"**{verdict.status}**" if verdict.status == MET else verdict.status
+        lines.append(f"| {verdict.text} | {status} | {verdict.numbers} | {ratio} |")
+    return "\n".join(lines)

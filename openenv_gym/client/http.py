@@ -1,0 +1,155 @@
+"""The HTTP side of the client: ``GET`` calls (``/health``, ``/schema``, ...) and bearer tokens.
+
+Example:
+    >>> auth_headers("secret")
+    {'Authorization': 'Bearer secret'}
+    >>> is_loopback_url("http://127.0.0.1:8000")
+    True
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx
+
+from openenv_gym.errors import (
+    AuthenticationError,
+    NotAnOpenEnvServerError,
+    ServerConnectionError,
+)
+from openenv_gym.wire.messages import HEALTH_PATH, SCHEMA_PATH, ws_to_http_url
+
+DEFAULT_CONNECT_TIMEOUT: Final = 10.0
+
+#: The environment variable holding the bearer token (client and server side).
+TOKEN_ENV_VAR: Final = "OPENENV_TOKEN"
+
+
+def resolve_token(token: str | None = None) -> str | None:
+    """``token``, else the ``OPENENV_TOKEN`` environment variable, else ``None``."""
+    if token is not None:
+        return token
+    return os.environ.get(TOKEN_ENV_VAR) or None
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """``{"Authorization": "Bearer <token>"}``, or ``{}`` without a token."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def auth_error(url: str, status: int, token: str | None) -> AuthenticationError:
+    sent = "a token that it refused" if token else "no token"
+    return AuthenticationError(
+        f"{url} answered HTTP {status}: the server requires a bearer token and we sent {sent}. "
+        f"Pass token=... (or set {TOKEN_ENV_VAR}) to the token the server was started with "
+        "(`openenv-gym serve ... --token` or its OPENENV_TOKEN).",
+        url=url,
+    )
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether the URL's host is on the loopback interface (no proxy is used for it)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def get_json(
+    base_url: str,
+    path: str,
+    *,
+    timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    token: str | None = None,
+) -> Any:
+    """``GET {base_url}{path}`` and return the JSON body.
+
+    ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
+
+    Raises:
+        AuthenticationError: The server refused the token (HTTP 401/403).
+        ServerConnectionError: Connection refused, timed out, or the URL is malformed.
+        NotAnOpenEnvServerError: A non-2xx status, or a body that is not JSON.
+    """
+    base = ws_to_http_url(base_url).rstrip("/")
+    url = base + path
+    token = resolve_token(token)
+    try:
+        with httpx.Client(timeout=timeout, trust_env=not is_loopback_url(base)) as client:
+            response = client.get(url, headers=auth_headers(token))
+    except httpx.TimeoutException as exc:
+        raise ServerConnectionError(
+            f"GET {url} timed out after {timeout:g}s; is the server up?", url=url
+        ) from exc
+    except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+        raise ServerConnectionError(
+            f"could not reach {url}: {exc}. Is an OpenEnv server running at {base}? Start one "
+            "with `openenv-gym serve ...`, or leave base_url unset to start an embedded server.",
+            url=url,
+        ) from exc
+    if response.status_code in (401, 403):
+        raise auth_error(url, response.status_code, token)
+    if response.status_code != 200:
+        raise NotAnOpenEnvServerError(
+            f"GET {url} answered HTTP {response.status_code}; an OpenEnv server answers 200 "
+            f"there. Is {base} an OpenEnv server (and base_url without a path suffix)?",
+            url=url,
+        )
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise NotAnOpenEnvServerError(
+            f"GET {url} did not return JSON: {response.text[:200]!r}", url=url
+        ) from exc
+
+
+def fetch_schema(
+    base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT, token: str | None = None
+) -> dict[str, Any]:
+    """``GET /schema``: ``{"action": JSONSchema, "observation": JSONSchema, "state": ...}``.
+
+    Raises:
+        AuthenticationError: The server refused the token.
+        NotAnOpenEnvServerError: The reply lacks the action/observation schemas.
+    """
+    schema = get_json(base_url, SCHEMA_PATH, timeout=timeout, token=token)
+    if not (
+        isinstance(schema, dict)
+        and isinstance(schema.get("action"), dict)
+        and isinstance(schema.get("observation"), dict)
+    ):
+        raise NotAnOpenEnvServerError(
+            f"GET {base_url}{SCHEMA_PATH} returned {str(schema)[:200]!r}; expected an object "
+            "with 'action' and 'observation' JSON Schemas",
+            url=base_url,
+        )
+    return schema
+
+
+def is_healthy(base_url: str, *, timeout: float = 2.0) -> bool:
+    """Whether ``GET /health`` answers ``{"status": "healthy"}``. Never raises."""
+    try:
+        body = get_json(base_url, HEALTH_PATH, timeout=timeout)
+    except ServerConnectionError:
+        return False
+    return isinstance(body, dict) and body.get("status") == "healthy"
+
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "TOKEN_ENV_VAR",
+    "auth_error",
+    "auth_headers",
+    "fetch_schema",
+    "get_json",
+    "is_healthy",
+    "is_loopback_url",
+    "resolve_token",
+]

@@ -1,0 +1,221 @@
+"""Batch connections: K sessions on one WebSocket, one frame per step each way.
+
+A client that offered (and was granted) the subprotocol ``openenv-gym.batch.v1`` opens K
+sessions with its first frame and then steps all K with one ``batch_step`` frame; the
+reply carries the K results with numeric observation arrays stacked (the frame format is
+documented in :mod:`openenv_gym.wire.batch`). Each of the K sessions is an ordinary session
+of the :class:`~openenv_gym.server.session.SessionManager`: it takes one slot of
+``--max-sessions``, has its own environment, and every op is answered exactly like the
+same message on a plain connection (:meth:`SessionManager.answer`). Autoreset in
+Gymnasium's SAME_STEP mode happens here, in the same round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from openenv_gym.wire.batch import (
+    BATCH_OPEN,
+    BATCH_OPENED,
+    BATCH_STATE,
+    BATCH_STATES,
+    BATCH_STEP,
+    encode_batch_result,
+    parse_batch_open,
+    parse_batch_step,
+)
+from openenv_gym.wire.messages import (
+    ClientMessageError,
+    ErrorCode,
+    MessageType,
+    error_message,
+)
+
+if TYPE_CHECKING:
+    from openenv_gym.server.session import SessionManager, _Session
+
+logger = logging.getLogger("openenv_gym.server")
+
+
+def _parse(raw: bytes, max_size: int) -> tuple[str, dict[str, Any]]:
+    if len(raw) > max_size:
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Message too large: {len(raw)} bytes exceeds this server's limit of {max_size} "
+            "bytes (max_message_size)",
+        )
+    try:
+        message = pydantic_core.from_json(raw)
+    except ValueError as exc:
+        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
+    if not isinstance(message, dict):
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR, "Invalid message: expected a JSON object"
+        )
+    kind = message.get("type")
+    data = message.get("data", {})
+    if kind not in (BATCH_OPEN, BATCH_STEP, BATCH_STATE, MessageType.CLOSE):
+        raise ClientMessageError(
+            ErrorCode.UNKNOWN_TYPE,
+            f"Unknown message type on a batch connection: {str(kind)[:50]} (expected "
+            f"{BATCH_OPEN!r} first, then {BATCH_STEP!r}, {BATCH_STATE!r} or 'close')",
+        )
+    if not isinstance(data, dict):
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR, "Invalid message: 'data' must be an object"
+        )
+    return str(kind), data
+
+
+def _text(message: dict[str, Any]) -> bytes:
+    return pydantic_core.to_json(message, inf_nan_mode="null")
+
+
+async def serve_batch(manager: SessionManager, websocket: ServerConnection) -> None:
+    """Serve one batch connection from its ``batch_open`` to its close."""
+    try:
+        raw = await websocket.recv(decode=False)
+    except ConnectionClosed:
+        return
+    try:
+        kind, data = _parse(raw, manager.max_message_size)
+        if kind != BATCH_OPEN:
+            raise ClientMessageError(
+                ErrorCode.VALIDATION_ERROR,
+                f"Invalid message: the first frame of a batch connection must be {BATCH_OPEN!r}",
+            )
+        count, truncated_key = parse_batch_open(data, manager.budget.limit)
+    except ClientMessageError as exc:
+        await manager.send_and_close(websocket, error_message(exc.code, exc.message))
+        return
+    budget = manager.budget
+    taken = 0
+    try:
+        while taken < count and budget.try_acquire():
+            taken += 1
+        if taken < count:
+            active = budget.active - taken
+            await manager.send_and_close(
+                websocket,
+                error_message(
+                    ErrorCode.CAPACITY_REACHED,
+                    f"Server at capacity: {count} sessions asked, {budget.limit - active} of "
+                    f"{budget.limit} free. Cannot accept new connections.",
+                    active_sessions=active,
+                    max_sessions=budget.limit,
+                ),
+            )
+            return
+        sessions = await manager.open_sessions(websocket, count)
+        if sessions is None:
+            return
+        try:
+            await _serve(manager, websocket, sessions, truncated_key)
+        finally:
+            manager.close_sessions(sessions)
+    finally:
+        for _ in range(taken):
+            budget.release()
+
+
+async def _serve(
+    manager: SessionManager,
+    websocket: ServerConnection,
+    sessions: list[_Session],
+    truncated_key: str | None,
+) -> None:
+    send = manager.sender.send
+    try:
+        await send(websocket, _text({"type": BATCH_OPENED, "data": {"sessions": len(sessions)}}))
+        while True:
+            raw = await websocket.recv(decode=False)
+            now = time.monotonic()
+            for session in sessions:
+                session.last_activity = now
+            try:
+                kind, data = _parse(raw, manager.max_message_size)
+                if kind == MessageType.CLOSE:
+                    break
+                if kind == BATCH_STEP:
+                    ops, same_step_reset = parse_batch_step(data, len(sessions))
+                    frame, text = _step(manager, sessions, ops, same_step_reset, truncated_key)
+                elif kind == BATCH_STATE:
+                    states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]
+                    frame, text = _states(states), True
+                else:
+                    raise ClientMessageError(
+                        ErrorCode.VALIDATION_ERROR,
+                        f"Invalid message: {BATCH_OPEN!r} was already received",
+                    )
+            except ClientMessageError as exc:
+                frame, text = _text(error_message(exc.code, exc.message)), True
+            await send(websocket, frame, text=text)
+    except ConnectionClosed:
+        return
+    with contextlib.suppress(ConnectionClosed):
+        await websocket.close()
+
+
+def _states(replies: list[dict[str, Any]]) -> bytes:
+    for k, reply in enumerate(replies):
+        if reply["type"] == MessageType.ERROR:
+            return _text({**reply, "data": {**reply["data"], "index": k}})
+    return _text({"type": BATCH_STATES, "data": {"states": [r["data"] for r in replies]}})
+
+
+def _step(
+    manager: SessionManager,
+    sessions: list[_Session],
+    ops: list[dict[str, Any] | None],
+    same_step_reset: dict[str, Any] | None,
+    truncated_key: str | None,
+) -> tuple[bytes, bool]:
+    """Carry out every op; the encoded reply and whether it is a text frame."""
+    answer = manager.answer
+    indices: list[int] = []
+    replies: list[dict[str, Any]] = []
+    finals: dict[int, dict[str, Any]] = {}
+    failed: tuple[int, dict[str, Any]] | None = None
+    for k, op in enumerate(ops):
+        if op is None:
+            continue
+        session = sessions[k]
+        action = op.get("step")
+        if action is not None:
+            reply = answer(session, MessageType.STEP, action)
+            if same_step_reset is not None and reply["type"] == MessageType.OBSERVATION:
+                data = reply["data"]
+                if (
+                    data["done"]
+                    or op.get("last")
+                    or (truncated_key is not None and data["observation"].get(truncated_key))
+                ):
+                    finals[len(indices)] = reply
+                    reply = answer(session, MessageType.RESET, dict(same_step_reset))
+        else:
+            reply = answer(session, MessageType.RESET, op["reset"])
+        if reply["type"] != MessageType.OBSERVATION:
+            if failed is None:
+                failed = (k, reply)
+            continue
+        indices.append(k)
+        replies.append(reply)
+    if failed is not None:
+        k, reply = failed
+        return _text({**reply, "data": {**reply["data"], "index": k}}), True
+    try:
+        return encode_batch_result(indices, replies, finals), False
+    except Exception as exc:
+        logger.warning("cannot encode a batch result", exc_info=True)
+        error = error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
+        return _text(error), True
+
+
+__all__ = ["serve_batch"]

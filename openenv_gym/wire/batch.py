@@ -1,0 +1,343 @@
+"""The ``openenv-gym.batch.v1`` frames: K sessions on one connection, one frame per step.
+
+Plain OpenEnv carries one session per WebSocket connection, so a vector env of N sub-envs
+pays N round trips per step. Between our client and our server, a connection that agreed on
+the subprotocol :data:`BATCH_SUBPROTOCOL` carries K sessions instead, and one frame each way
+steps all K. Official servers ignore the offer (no subprotocol is agreed and the client opens
+one plain session per connection); official clients never offer it.
+
+Client -> server (JSON text frames):
+
+* ``{"type":"batch_open","data":{"sessions":K,"truncated_key":"truncated"|null}}`` (first
+  frame): the server takes K session slots (K count against ``--max-sessions``), builds K
+  environments and answers ``{"type":"batch_opened","data":{"sessions":K}}``, or an
+  ``error`` (``CAPACITY_REACHED``, ``FACTORY_ERROR``) and closes.
+* ``{"type":"batch_step","data":{"ops":[op_0, ..., op_K-1],"same_step_reset":R}}``: one op per
+  session, in session order: ``{"step": <action fields>}``, ``{"reset": <reset keys>}`` or
+  ``null`` (leave that session alone). With ``same_step_reset`` (reset keys, or ``null``), a
+  step that ends its episode (``done``, the ``truncated_key`` field true, or ``"last": true``
+  in the op: a client-side time limit) is followed by a reset in the same round trip
+  (Gymnasium's SAME_STEP autoreset); its last observation goes into ``final``.
+* ``{"type":"batch_state"}`` -> ``{"type":"batch_states","data":{"states":[...K...]}}``.
+* ``{"type":"close"}``: the K sessions end.
+
+Server -> client: the reply to ``batch_step`` is a ``batch_result`` message (in the
+:mod:`openenv_gym.wire.binary` frame layout: numeric arrays as raw bytes)::
+
+    {"type": "batch_result", "data": {
+        "indices": [i, ...],                    # the sessions that had an op, in order
+        "observation": {field: value, ...},     # numpy-array fields stacked on a new axis 0,
+                                                # any other field a list (one per index)
+        "reward": [float | null, ...], "done": [bool, ...],
+        "metadata": {"k": {...}},               # position k -> non-empty metadata only
+        "final": {"k": <observation reply data>}}}  # SAME_STEP: the episode's last reply
+
+An op that fails (an invalid action, an environment that raises) makes the reply an
+``error`` with the official code and ``"index"`` naming the session; the other ops were
+carried out.
+
+Example:
+    >>> import numpy as np
+    >>> replies = [observation_message({"x": np.zeros(2, np.float32)}, 1.0, False)] * 3
+    >>> result = parse_batch_result(encode_batch_result([0, 1, 2], replies, {}))
+    >>> result.fields["x"].shape, result.reward, result.done
+    ((3, 2), [1.0, 1.0, 1.0], [False, False, False])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import pydantic_core
+
+from openenv_gym.errors import ProtocolError
+from openenv_gym.wire.binary import decode_frame, encode_frame, is_binary_frame
+from openenv_gym.wire.messages import (
+    ClientMessageError,
+    ErrorCode,
+    MessageType,
+    ObservationReply,
+    error_from_data,
+    observation_message,
+    parse_server_object,
+)
+
+#: The WebSocket subprotocol for K sessions on one connection (implies binary frames).
+BATCH_SUBPROTOCOL: Final = "openenv-gym.batch.v1"
+BATCH_OPEN: Final = "batch_open"
+BATCH_OPENED: Final = "batch_opened"
+BATCH_STEP: Final = "batch_step"
+BATCH_RESULT: Final = "batch_result"
+BATCH_STATE: Final = "batch_state"
+BATCH_STATES: Final = "batch_states"
+_ARRAY_KINDS: Final = frozenset("biuf")
+_METADATA: Final = "metadata"
+
+__all__ = [
+    "BATCH_SUBPROTOCOL",
+    "BatchResult",
+    "batch_open_message",
+    "batch_state_message",
+    "batch_step_message",
+    "encode_batch_result",
+    "parse_batch_open",
+    "parse_batch_result",
+    "parse_batch_states",
+    "parse_batch_step",
+]
+
+
+# --------------------------------------------------------------------------- client side
+
+
+def batch_open_message(sessions: int, truncated_key: str | None) -> dict[str, Any]:
+    """The first frame of a batch connection: open ``sessions`` sessions."""
+    return {"type": BATCH_OPEN, "data": {"sessions": sessions, "truncated_key": truncated_key}}
+
+
+def batch_step_message(
+    ops: Sequence[Mapping[str, Any] | None], same_step_reset: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """One op per session (``{"step": action}``, ``{"reset": keys}`` or ``None``)."""
+    data: dict[str, Any] = {"ops": list(ops)}
+    if same_step_reset is not None:
+        data["same_step_reset"] = dict(same_step_reset)
+    return {"type": BATCH_STEP, "data": data}
+
+
+def batch_state_message() -> dict[str, Any]:
+    """Ask the state of every session of the connection."""
+    return {"type": BATCH_STATE}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """A parsed ``batch_result``.
+
+    Attributes:
+        indices: The connection's sessions that had an op, in order.
+        fields: Observation fields: stacked arrays (axis 0 follows ``indices``) or lists.
+        reward: One reward per index (``None`` when the server sent none).
+        done: One ``done`` per index.
+        metadata: Position -> non-empty metadata.
+        final: Position -> the last reply of an episode reset in the same round trip.
+    """
+
+    indices: list[int]
+    fields: dict[str, Any]
+    reward: list[float | None]
+    done: list[bool]
+    metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
+    final: dict[int, ObservationReply] = field(default_factory=dict)
+
+    def observation(self, position: int) -> dict[str, Any]:
+        """The observation object of one position, as a plain reply would carry it."""
+        row = {key: value[position] for key, value in self.fields.items()}
+        if _METADATA in row or self.metadata:
+            row[_METADATA] = self.metadata.get(position, {})
+        return row
+
+    def reply(self, position: int) -> ObservationReply:
+        """The plain :class:`ObservationReply` of one position."""
+        return ObservationReply(
+            observation=self.observation(position),
+            reward=self.reward[position],
+            done=self.done[position],
+            metadata=self.metadata.get(position, {}),
+        )
+
+
+def _bad(why: str, raw: Any) -> ProtocolError:
+    return ProtocolError(f"expected a {BATCH_RESULT} reply, but {why}", received=repr(raw)[:300])
+
+
+def _decode_any(raw: str | bytes) -> Any:
+    if isinstance(raw, bytes) and is_binary_frame(raw):
+        return decode_frame(raw)
+    try:
+        return pydantic_core.from_json(raw)
+    except ValueError as exc:
+        raise ProtocolError(f"expected a JSON server message, got invalid JSON ({exc})") from exc
+
+
+def parse_batch_result(raw: str | bytes, *, url: str | None = None) -> BatchResult:
+    """Parse the reply to a ``batch_step``.
+
+    Raises:
+        ServerReplyError: The server answered with an ``error`` (``data["index"]`` names the
+            session whose op failed).
+        ProtocolError: The frame is not a valid ``batch_result``.
+    """
+    message = _decode_any(raw)
+    if not isinstance(message, dict):
+        raise _bad("it is not an object", message)
+    if message.get("type") == MessageType.ERROR:
+        data = message.get("data")
+        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
+    data = message.get("data")
+    if message.get("type") != BATCH_RESULT or not isinstance(data, dict):
+        raise _bad(f"its type is {message.get('type')!r}", message)
+    try:
+        indices = [int(i) for i in data["indices"]]
+        fields = data["observation"]
+        reward = data["reward"]
+        done = data["done"]
+        count = len(indices)
+        if not isinstance(fields, dict) or len(reward) != count or len(done) != count:
+            raise ValueError("the lengths of indices, reward and done differ")
+        for key, value in fields.items():
+            if len(value) != count:
+                raise ValueError(f"field {key!r} has {len(value)} entries for {count} indices")
+        if not all(isinstance(d, bool) for d in done):
+            raise ValueError("'done' holds a non-boolean")
+        rewards = [None if r is None else float(r) for r in reward]
+        metadata = {int(k): v for k, v in (data.get(_METADATA) or {}).items()}
+        final: dict[int, ObservationReply] = {}
+        for k, reply in (data.get("final") or {}).items():
+            parsed = parse_server_object({"type": MessageType.OBSERVATION, "data": reply}, url=url)
+            assert isinstance(parsed, ObservationReply)  # an observation message by construction
+            final[int(k)] = parsed
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(f"it is malformed ({exc})", data) from exc
+    return BatchResult(indices, fields, rewards, list(done), metadata, final)
+
+
+def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:
+    """Parse the reply to ``batch_state``: one state object per session.
+
+    Raises:
+        ServerReplyError: The server answered with an ``error``.
+        ProtocolError: The frame is not a ``batch_states`` message.
+    """
+    message = _decode_any(raw)
+    if isinstance(message, dict) and message.get("type") == MessageType.ERROR:
+        data = message.get("data")
+        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
+    if not (
+        isinstance(message, dict)
+        and message.get("type") == BATCH_STATES
+        and isinstance(message.get("data"), dict)
+        and isinstance(message["data"].get("states"), list)
+    ):
+        raise ProtocolError(
+            f"expected a {BATCH_STATES} reply, got {str(message)[:200]}", received=message
+        )
+    return list(message["data"]["states"])
+
+
+# --------------------------------------------------------------------------- server side
+
+
+def parse_batch_open(data: Mapping[str, Any], max_sessions: int) -> tuple[int, str | None]:
+    """The session count and truncation field of a ``batch_open``.
+
+    Raises:
+        ClientMessageError: ``VALIDATION_ERROR`` for a count that is not 1..``max_sessions``.
+    """
+    count = data.get("sessions")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= max_sessions:
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid message: {BATCH_OPEN} needs 'sessions' in 1..{max_sessions}, got {count!r}",
+        )
+    key = data.get("truncated_key")
+    if key is not None and not isinstance(key, str):
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid message: 'truncated_key' must be a string or null, got {key!r}",
+        )
+    return count, key
+
+
+def parse_batch_step(
+    data: Mapping[str, Any], sessions: int
+) -> tuple[list[dict[str, Any] | None], dict[str, Any] | None]:
+    """The ops and the SAME_STEP reset keys of a ``batch_step``.
+
+    Raises:
+        ClientMessageError: ``VALIDATION_ERROR``: not one op per session, or a malformed op.
+    """
+    ops = data.get("ops")
+    if not isinstance(ops, list) or len(ops) != sessions:
+        got = len(ops) if isinstance(ops, list) else repr(ops)[:50]
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid message: {BATCH_STEP} needs 'ops', one per session ({sessions}), got {got}",
+        )
+    for k, op in enumerate(ops):
+        if op is None:
+            continue
+        if not (
+            isinstance(op, dict)
+            and len(op.keys() & {"step", "reset"}) == 1
+            and isinstance(op.get("step", op.get("reset")), dict)
+        ):
+            raise ClientMessageError(
+                ErrorCode.VALIDATION_ERROR,
+                f"Invalid message: op {k} must be {{'step': {{...}}}}, {{'reset': {{...}}}} "
+                f"or null, got {str(op)[:100]}",
+            )
+    reset = data.get("same_step_reset")
+    if reset is not None and not isinstance(reset, dict):
+        raise ClientMessageError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid message: 'same_step_reset' must be an object or null, got {reset!r}",
+        )
+    return ops, reset
+
+
+def encode_batch_result(
+    indices: Sequence[int],
+    replies: Sequence[Mapping[str, Any]],
+    finals: Mapping[int, Mapping[str, Any]],
+) -> bytes:
+    """One ``batch_result`` frame for the ``observation`` replies of ``indices``.
+
+    Fields that are numpy arrays of one dtype and shape in every reply are stacked and
+    travel as raw bytes; any other field as a list. ``finals`` maps a position to the
+    ``observation`` reply of an episode that was reset in the same round trip.
+    """
+    datas = [reply["data"] for reply in replies]
+    observations = [d["observation"] for d in datas]
+    stacked: dict[str, Any] = {}
+    arrays: list[tuple[Sequence[str], Any]] = []
+    metadata: dict[str, Any] = {}
+    keys = list(observations[0]) if observations else []
+    for key in keys:
+        values = [o.get(key) for o in observations]
+        if key == _METADATA:
+            metadata = {str(k): v for k, v in enumerate(values) if v}
+            continue
+        first = values[0]
+        if (
+            isinstance(first, np.ndarray)
+            and first.dtype.kind in _ARRAY_KINDS
+            and all(
+                isinstance(v, np.ndarray) and v.dtype == first.dtype and v.shape == first.shape
+                for v in values
+            )
+        ):
+            arrays.append((("data", "observation", key), np.stack(values)))
+            stacked[key] = None
+        else:
+            stacked[key] = values
+    message = {
+        "type": BATCH_RESULT,
+        "data": {
+            "indices": list(indices),
+            "observation": stacked,
+            "reward": [d.get("reward") for d in datas],
+            "done": [bool(d.get("done")) for d in datas],
+            _METADATA: metadata,
+            "final": {str(k): dict(v["data"]) for k, v in finals.items()},
+        },
+    }
+    return encode_frame(message, arrays)
+
+
+def final_reply(observation: Mapping[str, Any], reward: Any, done: bool) -> dict[str, Any]:
+    """An ``observation`` reply (for ``final``) from its parts."""
+    return observation_message(dict(observation), reward, done)
