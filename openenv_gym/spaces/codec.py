@@ -234,7 +234,7 @@ class ActionCodec:
                 f"field {field!r}: expected a list of legal actions, got {describe_value(legal)}",
                 field=field,
             )
-        mask = np.zeros(int(self.space.n), dtype=bool)  # type: ignore[attr-defined]
+        mask = np.zeros(int(self.space.n), dtype=np.bool_)  # type: ignore[attr-defined]
         for value in legal:
             try:
                 index = int(codec.decode(value, field)) - int(self.space.start)  # type: ignore[attr-defined]

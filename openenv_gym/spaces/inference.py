@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
+from gymnasium import spaces
 
 from openenv_gym.spaces.problems import Option
 
@@ -145,6 +146,31 @@ def legal_integers(value: Any) -> list[int] | None:
     return [int(v) for v in value]
 
 
+def space_source(space: spaces.Space[Any]) -> str:
+    """A space as Python source a user can paste (``gymnasium.spaces.Box(...)``)."""
+    if isinstance(space, spaces.Box):
+        low, high = np.unique(space.low), np.unique(space.high)
+        if low.size == 1 and high.size == 1:
+            bounds = f"{low[0].item()!r}, {high[0].item()!r}"
+        else:
+            bounds = f"numpy.array({space.low.tolist()!r}), numpy.array({space.high.tolist()!r})"
+        bounds = bounds.replace("inf", "numpy.inf").replace("-numpy.inf", "-numpy.inf")
+        return f"gymnasium.spaces.Box({bounds}, {space.shape}, numpy.{np.dtype(space.dtype).name})"
+    if isinstance(space, spaces.Discrete):
+        start = int(space.start)
+        return f"gymnasium.spaces.Discrete({int(space.n)}" + (f", start={start})" if start else ")")
+    return repr(space)
+
+
+def pin_inference(role: str, path: str, space: spaces.Space[Any]) -> Inference:
+    """How to pin a space taken from the reset observation: its shape when it is an array."""
+    if isinstance(space, spaces.Box | spaces.MultiBinary) and space.shape:
+        return Inference(
+            role, path, "field_shapes", repr(tuple(space.shape)), "the reset observation"
+        )
+    return Inference(role, path, "field_spaces", space_source(space), "the reset observation")
+
+
 __all__ = [
     "MISSING",
     "ActionHints",
@@ -152,7 +178,9 @@ __all__ = [
     "is_legal_actions_name",
     "legal_integers",
     "numeric_shape",
+    "pin_inference",
     "sample_at",
+    "space_source",
     "spec_bounds",
     "spec_shape",
 ]

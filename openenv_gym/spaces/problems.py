@@ -137,12 +137,10 @@ def format_problems(
     lines = [f"cannot map {count} {noun} of the server's schema to {space}:"]
     for problem in problems:
         if problem.option is not None:
-            where = f"{keywords[(problem.role, problem.option)]}"
-        elif problem.path:
-            where = f"{problem.role} field {problem.path!r}"
+            text = f"  - {keywords[(problem.role, problem.option)]} {problem.reason}."
         else:
-            where = problem.role
-        text = f"  - {where}: {problem.reason}."
+            where = f"{problem.role} field {problem.path!r}" if problem.path else problem.role
+            text = f"  - {where}: {problem.reason}."
         if problem.fragment is not None:
             text += f" JSON Schema seen: {fragment_text(problem.fragment)}."
         lines.append(text)

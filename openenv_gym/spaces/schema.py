@@ -90,7 +90,9 @@ from openenv_gym.spaces.inference import (
     is_legal_actions_name,
     legal_integers,
     numeric_shape,
+    pin_inference,
     sample_at,
+    space_source,
     spec_bounds,
     spec_shape,
 )
@@ -411,10 +413,10 @@ class _Walker:
         fixes: list[tuple[Option, str]] = []
         if error.shape_fix:
             fixes.append(("field_shapes", "(n,)"))
+        if self.role == "observation":
+            fixes.append(("exclude", ""))  # works as pasted: the field goes to info
         example = error.example or "gymnasium.spaces.Box(low, high, shape, dtype)"
         fixes.append(("field_spaces", example))
-        if self.role == "observation":
-            fixes.append(("exclude", ""))
         reason = error.reason
         if error.also:
             reason += f" (or {error.also})"
@@ -667,7 +669,7 @@ class _Walker:
         start = min(0, *legal) if low is None else low
         if min(legal) < start:
             start = min(legal)
-        space = spaces.Discrete(max(legal) - start + 1, start=start)
+        space: spaces.Discrete = spaces.Discrete(max(legal) - start + 1, start=start)
         value = f"gymnasium.spaces.Discrete({int(space.n)}" + (
             f", start={start})" if start else ")"
         )
@@ -752,7 +754,7 @@ class _Walker:
             # One pin for the whole dict: the shapes of its keys (or their spaces).
             del self.inferred[inferred_before:]
             for key, codec in items:
-                self.inferred.append(_pin(self.role, _join(path, key), codec.space))
+                self.inferred.append(pin_inference(self.role, _join(path, key), codec.space))
         if not items:
             raise _VariableFieldError(path, "no key of the dict maps to a space")
         return DictCodec(items)
@@ -806,7 +808,7 @@ class _Walker:
                         path, "empty or ragged in the reset observation, so it has no shape"
                     )
                 codec = self._numeric([leaf], shape, path, schema)
-                self.inferred.append(_pin(self.role, path, codec.space))
+                self.inferred.append(pin_inference(self.role, path, codec.space))
                 return codec
         elif numeric:
             shape = spec_shape(self.hints.spec)
@@ -822,7 +824,7 @@ class _Walker:
                         self.role,
                         path,
                         "field_spaces",
-                        _space_source(codec.space),
+                        space_source(codec.space),
                         "the state's action_spec",
                     )
                 )
@@ -962,31 +964,6 @@ class _Walker:
 
 def _join(parent: str, key: str) -> str:
     return f"{parent}.{key}" if parent else key
-
-
-def _space_source(space: spaces.Space[Any]) -> str:
-    """A space as Python source a user can paste (``gymnasium.spaces.Box(...)``)."""
-    if isinstance(space, spaces.Box):
-        low, high = np.unique(space.low), np.unique(space.high)
-        if low.size == 1 and high.size == 1:
-            bounds = f"{low[0].item()!r}, {high[0].item()!r}"
-        else:
-            bounds = f"numpy.array({space.low.tolist()!r}), numpy.array({space.high.tolist()!r})"
-        bounds = bounds.replace("inf", "numpy.inf").replace("-numpy.inf", "-numpy.inf")
-        return f"gymnasium.spaces.Box({bounds}, {space.shape}, numpy.{space.dtype.name})"
-    if isinstance(space, spaces.Discrete):
-        start = int(space.start)
-        return f"gymnasium.spaces.Discrete({int(space.n)}" + (f", start={start})" if start else ")")
-    return repr(space)
-
-
-def _pin(role: Role, path: str, space: spaces.Space[Any]) -> Inference:
-    """How to pin a space taken from the reset observation: its shape when it is an array."""
-    if isinstance(space, spaces.Box | spaces.MultiBinary) and space.shape:
-        return Inference(
-            role, path, "field_shapes", repr(tuple(space.shape)), "the reset observation"
-        )
-    return Inference(role, path, "field_spaces", _space_source(space), "the reset observation")
 
 
 def _dedupe(values: Sequence[Any]) -> list[Any]:

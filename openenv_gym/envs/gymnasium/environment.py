@@ -239,7 +239,7 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             # Headless: pygame-drawn envs need no display and no sound card.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
             os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-            image = self._env.render()
+            image: Any = self._env.render()
             if image is not None:
                 state.frame = encode_frame(np.asarray(image, dtype=np.uint8))  # type: ignore[attr-defined]
         return state
