@@ -33,7 +33,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from collections.abc import Collection, Mapping, Sequence
@@ -50,7 +49,6 @@ from openenv_gym.client import (
     DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REPLY_TIMEOUT,
     SyncSession,
-    background_loop,
     check_encoding,
     fetch_schema,
     get_json,
@@ -131,13 +129,8 @@ def episode_flags(
 
 
 def _close_session_soon(session: SyncSession) -> None:
-    """Finalizer: close a forgotten session without blocking (the loop may be busy)."""
-    if session.closed:
-        return
-    loop = background_loop()
-    if loop.is_closed():
-        return
-    loop.call_soon_threadsafe(lambda: asyncio.ensure_future(session.session.close()))
+    """Finalizer: close a forgotten env's session (and its loop)."""
+    session.close()
 
 
 class OpenEnvEnv(gym.Env[Any, Any]):
@@ -177,6 +170,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
+        open_session: ``False`` builds the spaces (and starts the server) without keeping a
+            session open; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
+            :meth:`detach`.
 
     Raises:
         ServerConnectionError: The server cannot be reached.
@@ -209,6 +205,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         render_mode: str | None = None,
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
+        open_session: bool = True,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -261,7 +258,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                     f"frames; this env's observation space is {self.observation_space}"
                 )
             self.render_mode = render_mode
-            self._open_session()
+            if open_session:
+                self._open_session()
         except BaseException:
             self.close()
             raise
@@ -280,7 +278,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 encoding=self.encoding,
                 token=self._token,
             )
-            self._session_finalizer = weakref.finalize(self, _close_session_soon, self._session)
+            weakref.finalize(self, _close_session_soon, self._session)
         return self._session
 
     def _schemas(
@@ -540,20 +538,17 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         """The options the session was opened with (timeouts, message size, headers, token)."""
         return dict(self._connect_options)
 
-    def detach(self) -> tuple[SyncSession, ServerProvider]:
-        """Hand the open session and the server provider over to the caller.
+    def detach(self) -> ServerProvider:
+        """Hand the server provider over to the caller and close this env, but not the server.
 
-        The env is closed afterwards, but neither the session nor the server is: the caller
-        owns them (:class:`~openenv_gym.vector.OpenEnvVectorEnv` builds on one env this way).
-
-        Raises:
-            SessionClosedError: The env is closed or its session broke.
+        :class:`~openenv_gym.vector.OpenEnvVectorEnv` builds its spaces and servers on an env
+        made with ``open_session=False`` this way; it then owns (and stops) the server.
         """
-        session = self._require_session()
-        self._session_finalizer.detach()
         self._closed = True
-        self._session = None
-        return session, self._provider
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        return self._provider
 
     def _require_session(self) -> SyncSession:
         if self._closed or self._session is None:

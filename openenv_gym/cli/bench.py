@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from openenv_gym.bench.options import DESCRIPTION, add_arguments
-from openenv_gym.cli.command import Command
+from openenv_gym.bench.options import DESCRIPTION, add_arguments, conflicts
+from openenv_gym.cli.command import Command, UsageError
 
 
 def run(args: argparse.Namespace) -> int:
     """``openenv-gym bench``: run the suite (or measure ``--url``) with the parsed options."""
     from openenv_gym.bench import run_from_args
 
+    problem = conflicts(args)
+    if problem:
+        raise UsageError(problem)
     return run_from_args(args)
 
 

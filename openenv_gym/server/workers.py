@@ -94,10 +94,12 @@ def _worker_main(
     ready: Any,
     parent_pid: int,
     unix_path: str | None = None,
+    workers: int = 1,
 ) -> None:
     try:
         server = build()
         server.sessions.budget = budget
+        server.workers = workers
 
         def watch_parent() -> None:
             while os.getppid() == parent_pid:
@@ -215,6 +217,7 @@ class WorkerGroup:
                 self._ready,
                 os.getpid(),
                 unix_path,
+                self.workers,
             ),
             name=f"openenv-gym-worker-{slot}",
             daemon=True,

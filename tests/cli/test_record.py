@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from openenv_gym.cli import main
-from openenv_gym.wrappers import trajectory_arrays, trajectory_metadata
+from openenv_gym.trajectories import trajectory_arrays, trajectory_metadata
 
 pytest.importorskip("pyarrow")
 
@@ -86,8 +87,8 @@ def test_bad_record_arguments_are_clear_errors(
     assert "expected a positive integer" in capsys.readouterr().err
     assert main([*base, "--episodes", "1", "--policy", "greedy"]) == 2
     assert "expected 'random' or package.module:function" in capsys.readouterr().err
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "chunk-000000.parquet").write_bytes(b"")
+    (tmp_path / "b" / "data").mkdir(parents=True)
+    (tmp_path / "b" / "data" / "train-000000.parquet").write_bytes(b"")
     code = main(
         ["record", "--base-url", cartpole_url, "--episodes", "1", "--out", str(tmp_path / "b")]
     )
@@ -109,3 +110,47 @@ def test_record_console_command_with_an_embedded_server(tmp_path: Path) -> None:
     assert "recorded 2 episodes" in result.stdout
     assert "2/2" in result.stderr  # the progress bar
     assert trajectory_metadata(out)["metadata"]["env_id"] == "openenv/CartPole-v1"
+
+
+def test_record_a_vector_env_from_a_config(cartpole_url: str, tmp_path: Path) -> None:
+    config = tmp_path / "experiment.json"
+    config.write_text(
+        json.dumps(
+            {
+                "env": {"id": "openenv/Remote-v0", "base_url": cartpole_url},
+                "num_envs": 3,
+                "autoreset_mode": "same_step",
+                "seed": 4,
+                "wrappers": [
+                    {"type": "shape_reward", "terms": [{"scale": 0.0}]},
+                    {"type": "terminate_when", "conditions": [{"no_reward_for": {"steps": 1}}]},
+                ],
+            }
+        )
+    )
+    out = tmp_path / "run"
+    argv = ["record", "--config", str(config), "--episodes", "6", "--out", str(out)]
+    assert main([*argv, "--no-progress", "--info-key", "raw_reward"]) == 0
+    arrays = trajectory_arrays(out)
+    assert int((arrays["terminated"] | arrays["truncated"]).sum()) >= 6
+    assert set(np.unique(arrays["env_index"])) == {0, 1, 2}
+    np.testing.assert_array_equal(arrays["reward"], 0.0)  # shaped to 0: a dry step ends it
+    np.testing.assert_array_equal(arrays["info.raw_reward"], 1.0)
+    np.testing.assert_array_equal(arrays["truncated"], True)
+    saved = json.loads(json.dumps(trajectory_metadata(out)["metadata"]["experiment"]))
+    assert saved["num_envs"] == 3
+    assert saved["wrappers"][-1]["type"] == "record"
+    assert (out / "experiment.yaml").exists()
+
+
+def test_record_config_conflicts_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"env": {"id": "CartPole-v1"}}))
+    argv = ["record", "--config", str(config), "--episodes", "1", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--env-id", "CartPole-v1"]) == 2
+    assert "cannot be combined with --config" in capsys.readouterr().err
+    config.write_text(json.dumps({"env": {"id": "CartPole-v1"}, "num_envs": -1}))
+    assert main(argv) == 1
+    assert "num_envs" in capsys.readouterr().err
