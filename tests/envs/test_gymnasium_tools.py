@@ -51,7 +51,8 @@ def test_terminated_and_truncated_match_raw_gymnasium_on_every_step() -> None:
                     _, r_reward, r_term, r_trunc, _ = remote.step(action)
                     _, l_reward, l_term, l_trunc, _ = local.step(action)
                     assert (r_reward, r_term, r_trunc) == (float(l_reward), l_term, l_trunc)
-                    assert type(r_term) is bool and type(r_trunc) is bool
+                    assert type(r_term) is bool
+                    assert type(r_trunc) is bool
                     done = l_term or l_trunc
                 ends += 1
             assert ends == 3
