@@ -363,3 +363,26 @@ class InsecureBindError(OpenEnvGymError, ValueError):
 
 
 __all__ += ["InsecureBindError", "ServerWorkerError"]
+
+
+# --------------------------------------------------------------------------- packaging
+
+
+class MissingExtraError(OpenEnvGymError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install.
+
+    Raised by :func:`openenv_gym.extras.optional_imports`. It is an ``ImportError``, so code
+    that falls back when a package is missing keeps working.
+
+    Attributes:
+        module: The top-level module that is missing (``"ale_py"``).
+        extra: The openenv-gym extra that installs it (``"atari"``).
+    """
+
+    def __init__(self, message: str, *, module: str, extra: str) -> None:
+        super().__init__(message, name=module)
+        self.module = module
+        self.extra = extra
+
+
+__all__ += ["MissingExtraError"]

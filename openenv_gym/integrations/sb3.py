@@ -28,15 +28,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
-from stable_baselines3.common.vec_env.base_vec_env import (
-    VecEnvIndices,
-    VecEnvObs,
-    VecEnvStepReturn,
-)
 
 from openenv_gym.errors import VectorUsageError
+from openenv_gym.extras import optional_imports
 from openenv_gym.vector import OpenEnvVectorEnv
+
+with optional_imports("openenv_gym.integrations.sb3 (Stable-Baselines3 VecEnv)"):
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
 
 #: get_attr names that mean the single-env value of the vector env.
 _SINGLE_ATTRIBUTES = {

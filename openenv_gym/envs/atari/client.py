@@ -41,6 +41,7 @@ from openenv_gym.envs.atari.models import (
 )
 from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
 from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchError
+from openenv_gym.extras import optional_imports
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
@@ -130,16 +131,12 @@ def local_action_meanings(game: str, full_action_space: bool) -> list[str]:
     """The action meanings ``ale_py`` gives ``game`` (needs ``ale-py`` installed).
 
     Raises:
-        EnvConfigError: ``ale-py`` is missing, or the game is unknown.
+        MissingExtraError: ``ale-py`` is missing.
+        EnvConfigError: The game is unknown.
     """
-    try:
+    purpose = "deriving the Atari action set from game= (an official server does not publish it)"
+    with optional_imports(purpose):
         from ale_py.env import AtariEnv
-    except ImportError as exc:
-        raise EnvConfigError(
-            "the server does not publish its Atari action set (an official OpenEnv server), so "
-            "openenv-gym derives it from game= with a local ale-py, which is not installed: "
-            "pip install 'openenv-gym[atari]'"
-        ) from exc
     from openenv_gym.envs.atari.environment import rom_id
 
     env = AtariEnv(game=rom_id(game), full_action_space=full_action_space)

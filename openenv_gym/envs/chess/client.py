@@ -21,7 +21,6 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-import chess
 import gymnasium as gym
 import numpy as np
 
@@ -32,11 +31,15 @@ from openenv_gym.client import (
 )
 from openenv_gym.env import _close_session_soon
 from openenv_gym.envs.chess import encoding
-from openenv_gym.envs.chess.options import CHESS_OPTIONS, check_chess_options
+from openenv_gym.envs.chess.options import CHESS_OPTIONS, CHESS_PURPOSE, check_chess_options
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, SessionClosedError
+from openenv_gym.extras import optional_imports
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.wire.messages import ObservationReply, reset_message, step_message
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
 
 
 class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):
