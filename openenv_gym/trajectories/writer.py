@@ -59,6 +59,7 @@ from openenv_gym.trajectories.layout import (
     CARD_FILE,
     METADATA_FILE,
     WriterLock,
+    check_free,
     chunk_files,
     chunk_path,
     delete_temp_files,
@@ -160,6 +161,7 @@ class TrajectoryWriter:
                 raise TrajectoryFormatError(
                     f"{str(self.directory)!r} already holds a recording; choose a new directory"
                 )
+            check_free(self.directory)
         except BaseException:
             self._lock.release()
             raise
