@@ -382,7 +382,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     @property
     def binary(self) -> bool:
         """Whether this session receives observation arrays as raw bytes."""
-        return self._session is not None and self._session.session.binary
+        return self._session is not None and self._session.binary
 
     # ------------------------------------------------------------------ gymnasium API
 
