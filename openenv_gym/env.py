@@ -25,10 +25,10 @@ keyword arguments that fix them. Fields no space fits are reported in ONE
 
 Example:
     >>> import gymnasium as gym
-    >>> import openenv_gym  # registers the ids  # doctest: +SKIP
-    >>> env = gym.make("openenv/CartPole-v1")  # starts an embedded server  # doctest: +SKIP
-    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
-    >>> env.close()  # doctest: +SKIP
+    >>> import openenv_gym  # registers the ids
+    >>> env = gym.make("openenv/CartPole-v1")  # starts an embedded server
+    >>> obs, info = env.reset(seed=0)
+    >>> env.close()
 """
 
 from __future__ import annotations

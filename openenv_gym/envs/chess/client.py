@@ -14,10 +14,11 @@ server) whose ``action_masks()`` gives one mask per sub-env.
 
 Example:
     >>> import gymnasium as gym
-    >>> env = gym.make("openenv/Chess-v0", opponent="material")  # doctest: +SKIP
-    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
-    >>> env.unwrapped.action_masks().sum(), info["fen"]  # doctest: +SKIP
-    (np.int64(20), 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1')
+    >>> env = gym.make("openenv/Chess-v0", opponent="material")
+    >>> obs, info = env.reset(seed=0)
+    >>> int(env.unwrapped.action_masks().sum()), info["fen"]
+    (20, 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1')
+    >>> env.close()
 """
 
 from __future__ import annotations
