@@ -49,6 +49,7 @@ from openenv_gym.errors import (
     RenderModeUnavailableError,
     SessionClosedError,
 )
+from openenv_gym.mcp import fetch_tools
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.spaces import (
     ActionCodec,
@@ -57,6 +58,12 @@ from openenv_gym.spaces import (
     action_codec_for_model,
     observation_codec,
     observation_codec_for_model,
+)
+from openenv_gym.spaces.tools import (
+    ToolSpec,
+    is_bare_action_schema,
+    is_tool_call_schema,
+    tool_codecs,
 )
 from openenv_gym.wire.messages import (
     METADATA_PATH,
@@ -151,6 +158,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
+        #: The tools of an MCP tool env, in the server's order (empty for other envs).
+        self.tools: tuple[ToolSpec, ...] = ()
         self.encoding = check_encoding(encoding)
         self._token = resolve_token(token)
         try:
@@ -168,6 +177,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self.action_space = self._action_codec.space
             self.observation_space = self._observation_codec.space
             self._image_path = _find_rgb_image(self.observation_space)
+            if self._image_path is None:  # nothing to render: check_env makes no rgb_array env
+                self.metadata = {**self.metadata, "render_modes": []}
             if render_mode is not None and (render_mode != "rgb_array" or self._image_path is None):
                 raise RenderModeUnavailableError(
                     f"render_mode={render_mode!r} is not available here: expected None, or "
@@ -218,6 +229,11 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             if needs_schema
             else {}
         )
+        if isinstance(action_model, type) and issubclass(action_model, BaseModel):
+            schema = {**schema, "action": action_model.model_json_schema()}
+        tool_codecs = self._tool_codecs(schema, action_include, action_field_spaces, timeout)
+        if tool_codecs is not None:
+            return tool_codecs
         if action_model is not None:
             act = action_codec_for_model(
                 action_model, field_spaces=action_field_spaces, include=action_include
@@ -236,6 +252,24 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         else:
             obs = observation_codec(schema["observation"], **obs_kwargs)
         return act, obs
+
+    def _tool_codecs(
+        self,
+        schema: Mapping[str, Any],
+        include: Collection[str],
+        field_spaces: Mapping[str, spaces.Space[Any]] | None,
+        timeout: float,
+    ) -> tuple[ActionCodec, ObservationCodec] | None:
+        """The codecs of an MCP tool env (see :mod:`openenv_gym.spaces.tools`), or ``None``
+        when the server is not one; sets :attr:`tools`."""
+        action_schema = schema.get("action")
+        if not (is_tool_call_schema(action_schema) or is_bare_action_schema(action_schema)):
+            return None
+        tools = fetch_tools(self.base_url, timeout=timeout, token=self._token)
+        if tools is None:
+            return None
+        self.tools = tools
+        return tool_codecs(tools, include=include, field_spaces=field_spaces)
 
     def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Hook for subclasses that know a server family: complete ``GET /schema`` (e.g.
