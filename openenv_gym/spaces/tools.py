@@ -282,8 +282,9 @@ def map_tool_result(tool: ToolSpec) -> tuple[FieldCodec, bool]:
         }
         try:
             mapping = map_observation_schema(wrapper)
-            if mapping.key == "result":
-                return mapping.codec, wrapped
+            codec: FieldCodec | None = mapping.codec  # None: a field left to info
+            if codec is not None and mapping.key == "result":
+                return codec, wrapped
         except SpaceMappingError as exc:
             logger.info(
                 "MCP tool %r: its output schema has no fixed space (%s); results are JSON text",

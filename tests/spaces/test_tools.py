@@ -134,7 +134,7 @@ def test_user_calls_outside_the_space_name_tool_and_argument() -> None:
     assert act.encode((0, good)) == act.encode(("move", good))
     with pytest.raises(ActionOutOfSpaceError, match=r"tool 'move', argument 'where\.y'"):
         act.encode(("move", {**good, "where": {"x": 0.0, "y": 0.0}}))
-    with pytest.raises(ActionOutOfSpaceError, match="tool 'move', its arguments.*missing"):
+    with pytest.raises(ActionOutOfSpaceError, match=r"tool 'move', its arguments.*missing"):
         act.encode(("move", {"steps": 1}))
     with pytest.raises(ActionOutOfSpaceError, match=r"unknown tool 3: expected a tool index"):
         act.encode((3, {}))
@@ -175,9 +175,9 @@ def test_results_decode_typed_or_as_json_text() -> None:
     reset = obs.decode({"metadata": {"status": "ready"}})
     assert reset["tool"] == NO_TOOL
     assert reset in obs.space
-    with pytest.raises(ObservationMismatchError, match="'result.move.x'"):
+    with pytest.raises(ObservationMismatchError, match=r"'result\.move\.x'"):
         obs.decode(_reply("move", {"content": [], "structured_content": {"x": 7, "y": 1}}))
-    with pytest.raises(ObservationMismatchError, match="'tool_name'.*'other'"):
+    with pytest.raises(ObservationMismatchError, match=r"'tool_name'.*'other'"):
         obs.decode(_reply("other", None))
 
 

@@ -9,10 +9,11 @@ sb3-contrib's ``MaskablePPO`` asks for.
 
 Example:
     >>> import gymnasium as gym
-    >>> env = gym.make("openenv/Chess-v0", opponent="material")  # doctest: +SKIP
-    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
-    >>> env.unwrapped.action_masks().sum(), info["fen"]  # doctest: +SKIP
-    (np.int64(20), 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1')
+    >>> env = gym.make("openenv/Chess-v0", opponent="material")
+    >>> obs, info = env.reset(seed=0)
+    >>> int(env.unwrapped.action_masks().sum()), info["fen"]
+    (20, 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1')
+    >>> env.close()
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-import chess
 import gymnasium as gym
 import numpy as np
 
@@ -32,11 +32,15 @@ from openenv_gym.client import (
 )
 from openenv_gym.env import _close_session_soon
 from openenv_gym.envs.chess import encoding
-from openenv_gym.envs.chess.options import CHESS_OPTIONS, check_chess_options
+from openenv_gym.envs.chess.options import CHESS_OPTIONS, CHESS_PURPOSE, check_chess_options
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, SessionClosedError
+from openenv_gym.extras import optional_imports
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.wire.messages import ObservationReply, reset_message, step_message
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
 
 
 class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):

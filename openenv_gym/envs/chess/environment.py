@@ -31,19 +31,22 @@ import random
 import uuid
 from typing import Any
 
-import chess
-
 from openenv_gym.envs.chess.models import ChessAction, ChessObservation, ChessState
 from openenv_gym.envs.chess.opponents import Opponent, make_opponent
 from openenv_gym.envs.chess.options import (
+    CHESS_PURPOSE,
     DEFAULT_ILLEGAL_MOVE,
     DEFAULT_MAX_MOVES,
     ILLEGAL_MOVE_PENALTY,
     check_chess_options,
 )
 from openenv_gym.errors import EnvConfigError, IllegalMoveError
+from openenv_gym.extras import optional_imports
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
 
 
 class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
