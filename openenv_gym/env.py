@@ -440,7 +440,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         Raises:
             ActionOutOfSpaceError: ``action`` is not in ``action_space`` (nothing is sent).
         """
-        wire_action = self._action_codec.encode(action)
+        wire_action = self._encode_action(action)
         session = self._require_session()
         reply = session.request_observation(step_message(wire_action))
         observation = self._observation_codec.decode(reply.observation)
@@ -451,6 +451,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         )
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)
+
+    def _encode_action(self, action: Any) -> dict[str, Any]:
+        """The wire action of ``action`` (a hook for envs that know their game's state)."""
+        return self._action_codec.encode(action)
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """For ``render_mode="rgb_array"``: the last observation's RGB image, or the frame

@@ -143,12 +143,16 @@ class OpenEnvVecEnv(VecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
-        """``"state"``: each session's server-side state; otherwise the vector env's method,
+        """``"state"``: each session's server-side state; ``"action_masks"``: each sub-env's
+        legal-action mask (sb3-contrib's ``MaskablePPO``); otherwise the vector env's method,
         called once and its result repeated per index."""
         chosen = list(self._get_indices(indices))
         if method_name == "state":
             states = self.vector_env.call_state()
             return [states[i] for i in chosen]
+        if method_name == "action_masks":
+            masks = self.vector_env.action_masks()
+            return [masks[i] for i in chosen]
         result = getattr(self.vector_env, method_name)(*method_args, **method_kwargs)
         return [result for _ in chosen]
 
