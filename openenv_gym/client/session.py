@@ -14,9 +14,9 @@ Per-message compression (permessage-deflate) is turned off: on a 100 KB observat
 it costs 4-5x the time of sending it uncompressed over loopback.
 
 Example:
-    >>> session = SyncSession.connect("http://127.0.0.1:8000")  # doctest: +SKIP
-    >>> reply = session.request(reset_message(seed=0))           # doctest: +SKIP
-    >>> session.close()                                           # doctest: +SKIP
+    >>> loop = CallerLoop()                                                # doctest: +SKIP
+    >>> session = loop.run(Session.open("http://127.0.0.1:8000"))       # doctest: +SKIP
+    >>> reply = loop.run(session.request(reset_message(seed=0)))        # doctest: +SKIP
 """
 
 from __future__ import annotations
