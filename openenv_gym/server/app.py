@@ -221,6 +221,10 @@ class OpenEnvServer:
             process_request=self.routes.process_request,
             process_response=name_worker,
             create_connection=self._connection_class,
+            # No keepalive pings: our clients read only while they step (no background
+            # thread), so an idle learner (a long PPO update) must not lose its session.
+            # Dead peers are found by TCP and --idle-timeout.
+            ping_interval=None,
             select_subprotocol=select_subprotocol,
             compression=None,
             max_size=HARD_CAP_FACTOR * self.max_message_size,
@@ -236,6 +240,7 @@ class OpenEnvServer:
                 process_request=self.routes.process_request,
                 process_response=name_worker,
                 create_connection=self._connection_class,
+                ping_interval=None,
                 select_subprotocol=select_subprotocol,
                 compression=None,
                 max_size=HARD_CAP_FACTOR * self.max_message_size,
