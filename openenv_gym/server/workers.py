@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -99,6 +100,7 @@ def _worker_main(
     try:
         server = build()
         server.sessions.budget = budget
+        gc.freeze()  # see cli.serve: cheaper collections, a prompt exit
         server.workers = workers
 
         def watch_parent() -> None:
