@@ -210,8 +210,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         obs_key, truncated_key = self._observation_codec.key, self._observation_codec.truncated_key
         self._truncated_key = truncated_key
+        terminated_key = self._observation_codec.terminated_key
         # The fields of a reply that carry no info (the observation, truncation, metadata).
-        self._quiet_fields = frozenset(k for k in (obs_key, truncated_key, "metadata") if k)
+        self._quiet_fields = frozenset(
+            k for k in (obs_key, truncated_key, terminated_key, "metadata") if k
+        )
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -374,6 +377,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         elapsed, limit = self._elapsed, self._max_episode_steps
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         truncated_column = result.fields.get(self._truncated_key) if self._truncated_key else None
+        # Our servers send the exact terminated flag too (both may be true on the last step).
+        terminated_key = self._observation_codec.terminated_key
+        terminated_column = result.fields.get(terminated_key) if terminated_key else None
         noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
         for k, i in enumerate(indices):
             if was_resetting is not None and was_resetting[i]:
@@ -387,15 +393,17 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             final = result.final.get(k)
             if final is not None:  # ended and reset by the server in this round trip
                 truncated = bool(final.observation.get(self._truncated_key or "", False))
+                exact = final.observation.get(terminated_key) if terminated_key else None
                 reward, done = final.reward, final.done
             else:
                 truncated = bool(truncated_column[k]) if truncated_column is not None else False
+                exact = terminated_column[k] if terminated_column is not None else None
                 reward, done = result.reward[k], result.done[k]
             elapsed[i] += 1
             if limit is not None and elapsed[i] >= limit:
                 truncated = True
             rewards[i] = 0.0 if reward is None else reward
-            terminations[i] = done and not truncated
+            terminations[i] = bool(exact) if exact is not None else done and not truncated
             truncations[i] = truncated
             if final is not None:
                 final_info = reply_info(self._observation_codec, final)
