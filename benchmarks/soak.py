@@ -80,9 +80,8 @@ def main() -> None:
             if batch % every == 0 or batch == batches:
                 elapsed = time.perf_counter() - start
                 steps = batch * args.sessions
-                rows.append(
-                    (steps, elapsed, steps / elapsed, rss_mib(os.getpid()), tree_rss_mib(server.pid))
-                )
+                client, served = rss_mib(os.getpid()), tree_rss_mib(server.pid)
+                rows.append((steps, elapsed, steps / elapsed, client, served))
                 print(
                     f"{steps:>10,} steps {elapsed:7.1f}s {steps / elapsed:8.0f}/s "
                     f"client {rows[-1][3]:6.1f} MiB server {rows[-1][4]:6.1f} MiB",

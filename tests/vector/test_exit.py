@@ -13,13 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 import pytest
 
 from openenv_gym.client import Session, run_sync
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.server import ServerThread
+from tests.conftest import process_running, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,23 +32,6 @@ while {forever}:
     envs.step(envs.action_space.sample())
 sys.exit(0)  # without close()
 """
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("how", ["sys.exit", "ctrl-c"])
@@ -66,7 +49,7 @@ def test_exit_with_an_open_vector_env_is_clean(how: str) -> None:
     _, err = child.communicate(timeout=60)
     assert "Exception ignored" not in err, err
     assert "TimeoutError" not in err, err
-    assert all(not _running(pid) for pid in server_pids)  # the child waited for them
+    assert all(not process_running(pid) for pid in server_pids)  # the child waited for them
 
 
 def test_a_forgotten_session_is_dropped_at_once() -> None:
