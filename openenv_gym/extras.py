@@ -1,4 +1,4 @@
-"""Optional dependencies: which extra installs which module, and one import guard for all.
+r"""Optional dependencies: which extra installs which module, and one import guard for all.
 
 The base install (``pip install openenv-gym``) has the client only. Everything else comes
 from an extra, and every optional import goes through :func:`optional_imports`, so a missing
@@ -11,11 +11,10 @@ Example:
     "pip install 'openenv-gym[atari]'"
     >>> with optional_imports("the Atari server"):
     ...     import json  # installed: nothing happens
-    >>> try:
-    ...     with optional_imports("the Atari server"):
-    ...         raise ModuleNotFoundError("No module named 'ale_py'", name="ale_py")
-    ... except ImportError as exc:
-    ...     print(str(exc).replace(". ", ".\n"))
+    >>> error = missing_extra("ale_py", "the Atari server")
+    >>> error.extra, isinstance(error, ImportError)
+    ('atari', True)
+    >>> print(str(error).replace(". ", ".\n"))
     the Atari server needs ale-py, which is not installed.
     Install the extra: pip install 'openenv-gym[atari]'
 """
@@ -53,6 +52,8 @@ EXTRAS: Final[dict[str, Provider]] = {
     "tqdm": Provider("tqdm", "datasets"),
     "minari": Provider("minari", "minari"),
     "yaml": Provider("pyyaml", "yaml"),
+    "pygame": Provider("pygame", "render"),
+    "moviepy": Provider("moviepy", "render"),
     "matplotlib": Provider("matplotlib", "bench"),
     "envpool": Provider("envpool", "bench"),
 }

@@ -127,6 +127,7 @@ def register_vector_entry_points() -> None:
     _set_vector_entry_point(f"{NAMESPACE}/Gymnasium-v0")
     _set_vector_entry_point(f"{NAMESPACE}/Remote-v0")
     _set_vector_entry_point(f"{NAMESPACE}/Atari-v0")
+    _set_vector_entry_point(f"{NAMESPACE}/Chess-v0")
 
 
 def _set_vector_entry_point(env_id: str) -> None:

@@ -56,17 +56,21 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS, Session
 from openenv_gym.env import reply_info
-from openenv_gym.errors import OpenEnvGymError, SubEnvError, VectorUsageError
+from openenv_gym.errors import (
+    ActionMaskUnavailableError,
+    OpenEnvGymError,
+    SubEnvError,
+    VectorUsageError,
+)
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.vector.fleet import (
-    Channel,
-    Fleet,
-    Op,
-    Pending,
+from openenv_gym.vector.fleet import Channel, Fleet, Op, Pending
+from openenv_gym.vector.options import (
     check_base_urls,
     check_num_envs,
+    check_reset_mask,
     check_sessions_per_server,
     make_template,
+    seeds_for,
 )
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
@@ -211,6 +215,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         obs_key, truncated_key = self._observation_codec.key, self._observation_codec.truncated_key
         self._truncated_key = truncated_key
         terminated_key = self._observation_codec.terminated_key
+        self._legal: list[Any] = [None] * self.num_envs
         # The fields of a reply that carry no info (the observation, truncation, metadata).
         self._quiet_fields = frozenset(
             k for k in (obs_key, truncated_key, terminated_key, "metadata") if k
@@ -236,11 +241,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
         self._check_open()
-        seeds = self._seeds(seed)
+        seeds = seeds_for(seed, self.num_envs)
         if isinstance(seed, int):
             super().reset(seed=seed)
         options = dict(options or {})
-        mask = self._reset_mask(options.pop("reset_mask", None))
+        mask = check_reset_mask(options.pop("reset_mask", None), self.num_envs)
         indices = [i for i in range(self.num_envs) if mask is None or mask[i]]
         return self.reset_each(indices, [seeds[i] for i in indices], [options] * len(indices))
 
@@ -495,37 +500,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if self._closed:
             raise VectorUsageError("this vector env is closed; create a new one to go on")
 
-    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            return [int(seed) + i for i in range(self.num_envs)]
-        if isinstance(seed, Sequence) and not isinstance(seed, str):
-            if len(seed) != self.num_envs:
-                raise VectorUsageError(
-                    f"expected one seed per sub-env ({self.num_envs}), got {len(seed)} seeds"
-                )
-            return [None if s is None else int(s) for s in seed]
-        raise VectorUsageError(
-            f"expected seed to be None, an int or a list of {self.num_envs} ints, got {seed!r}"
-        )
-
-    def _reset_mask(self, mask: Any) -> np.ndarray | None:
-        if mask is None:
-            return None
-        if not (
-            isinstance(mask, np.ndarray)
-            and mask.dtype == np.bool_
-            and mask.shape == (self.num_envs,)
-        ):
-            raise VectorUsageError(
-                f"expected options['reset_mask'] to be a numpy bool array of shape "
-                f"({self.num_envs},), got {mask!r}"
-            )
-        if not mask.any():
-            raise VectorUsageError("options['reset_mask'] selects no sub-env; set at least one")
-        return mask
-
     def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
         """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets
         sent again when ``reconnect`` is on."""
@@ -566,6 +540,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _write_rows(self, channel: Channel, result: BatchResult) -> list[int]:
         """Decode one connection's observations into the batch buffer; their sub-envs."""
         indices = [channel.indices[k] for k in result.indices]
+        legal_key = self._observation_codec.legal_key
+        if legal_key is not None and legal_key in result.fields:  # for action_masks()
+            column = result.fields[legal_key]
+            for k, i in enumerate(indices):
+                self._legal[i] = column[k]
         try:
             decoded = self._observation_codec.decode_batch(result.fields, len(indices))
         except OpenEnvGymError as exc:
@@ -581,6 +560,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             for k, i in enumerate(indices):
                 self._env_obs[i] = decoded[k]
         return indices
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``
+        (sb3-contrib's ``MaskablePPO`` asks the SB3 adapter, which asks this).
+
+        Raises:
+            ActionMaskUnavailableError: The observations list no legal actions, the action
+                space is not discrete, or a sub-env has not been reset yet.
+        """
+        codec = self._action_codec
+        legal_key = self._observation_codec.legal_key
+        if legal_key is None or not codec.maskable:
+            raise ActionMaskUnavailableError(
+                "this vector env has no action masks: they need a Discrete action space (or an "
+                "enum) and an observation field listing the legal actions; action space "
+                f"{self.single_action_space}, legal field {legal_key!r}"
+            )
+        if any(legal is None for legal in self._legal):
+            raise ActionMaskUnavailableError("call reset() before action_masks()")
+        return np.stack([codec.mask(legal, legal_key) for legal in self._legal])
 
     def _decode_one(self, index: int, observation: Mapping[str, Any]) -> Any:
         try:

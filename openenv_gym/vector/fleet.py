@@ -12,21 +12,15 @@ backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import gymnasium as gym
-import numpy as np
-from gymnasium.envs.registration import load_env_creator
-
 from openenv_gym.client import Session, exchange_many, is_healthy
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import receive_many, send_many
-from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
     AuthenticationError,
     CapacityReachedError,
@@ -35,10 +29,10 @@ from openenv_gym.errors import (
     ProtocolError,
     ServerReplyError,
     SubEnvError,
-    VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.backoff import Backoff
+from openenv_gym.vector.options import make_template
 from openenv_gym.wire.batch import (
     BatchResult,
     batch_open_message,
@@ -567,89 +561,3 @@ class _SessionsRefusedError(Exception):
 
 async def close_all(sessions: Sequence[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-
-
-def check_sessions_per_server(
-    sessions_per_server: Any, urls: list[str] | None, num_envs: int
-) -> int:
-    """How many sessions go to each embedded server (``num_envs`` for one server)."""
-    if sessions_per_server is None:
-        return num_envs
-    if urls is not None:
-        raise VectorUsageError(
-            "sessions_per_server starts embedded servers, but base_url names running ones; "
-            "pass one or the other"
-        )
-    if isinstance(sessions_per_server, bool) or not isinstance(sessions_per_server, int):
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server!r}"
-        )
-    if sessions_per_server < 1:
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server}"
-        )
-    return min(sessions_per_server, num_envs)
-
-
-def check_num_envs(num_envs: Any) -> int:
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
-        raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
-    return int(num_envs)
-
-
-def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
-    if base_url is None:
-        return None
-    if isinstance(base_url, str):
-        return [base_url]
-    urls = list(base_url)
-    if not urls or not all(isinstance(u, str) for u in urls):
-        raise VectorUsageError(
-            f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
-        )
-    return urls
-
-
-def make_template(
-    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any], encoding: str
-) -> OpenEnvEnv:
-    """The env (made without a session) whose spaces, options and server the vector env
-    takes: ``gymnasium.make(id, open_session=False, ...)``, or an
-    :class:`~openenv_gym.env.OpenEnvEnv` for ``id=None``."""
-    kwargs = dict(env_kwargs)
-    kwargs["open_session"] = False
-    if id is None or id.rpartition(":")[2].startswith("openenv/"):
-        kwargs["encoding"] = encoding
-    if urls is not None:
-        kwargs["base_url"] = urls[0]
-    if id is None:
-        return OpenEnvEnv(**kwargs)
-    if urls is None and "workers" not in kwargs and accepts_parameter(id, "workers"):
-        kwargs["workers"] = "auto"  # the embedded server: one process per core
-    if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
-        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
-    try:
-        env = gym.make(id, disable_env_checker=True, **kwargs)
-    except TypeError as exc:
-        raise VectorUsageError(
-            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id); making it failed: {exc}"
-        ) from exc
-    unwrapped = env.unwrapped
-    if not isinstance(unwrapped, OpenEnvEnv):
-        env.close()
-        raise VectorUsageError(
-            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id), got "
-            f"{type(unwrapped).__name__}; use gymnasium.make_vec for other envs"
-        )
-    # Wrappers of the single env do not apply: the vector env only takes its spaces and server.
-    return unwrapped
-
-
-def accepts_parameter(id: str, parameter: str) -> bool:
-    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
-    try:
-        entry_point = gym.spec(id).entry_point
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        return creator is not None and parameter in inspect.signature(creator).parameters
-    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
-        return False

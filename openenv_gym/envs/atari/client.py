@@ -15,9 +15,11 @@ match the server's settings) with a local ``ale_py``:
 
 Example:
     >>> import gymnasium as gym
-    >>> env = gym.make("openenv/Atari-v0", game="pong")  # doctest: +SKIP
-    >>> env.unwrapped.get_action_meanings()  # doctest: +SKIP
-    ['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE']
+    >>> env = gym.make("openenv/Atari-v0", game="pong")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, env.unwrapped.get_action_meanings()
+    ((210, 160, 3), ['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE'])
+    >>> env.close()
 """
 
 from __future__ import annotations

@@ -130,6 +130,12 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             move: chess.Move | None = chess.Move.from_uci(action.move)
         except ValueError:
             move = None
+        if move is not None and move.promotion is None and move not in self._board.legal_moves:
+            # A pawn's bare move to the last rank promotes to a queen (the move index's
+            # meaning; clients that know no board, such as a vector env's codec, send it so).
+            queen = chess.Move(move.from_square, move.to_square, chess.QUEEN)
+            if queen in self._board.legal_moves:
+                move = queen
         if move is None or move not in self._board.legal_moves:
             return self._illegal(action.move)
         self._push(move)
