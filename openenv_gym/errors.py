@@ -326,3 +326,20 @@ __all__ += [
     "TrajectoryFormatError",
     "WrapperConfigError",
 ]
+
+
+# --------------------------------------------------------------------------- ray fleet
+
+
+class RayUnavailableError(ServerStartError):
+    """Ray is not installed, or not initialised in this process (``ray.init(address=...)``)."""
+
+
+class FleetConfigError(OpenEnvGymError, ValueError):
+    """A fleet (where a vector env's servers run) was configured wrongly."""
+
+
+__all__ += [
+    "FleetConfigError",
+    "RayUnavailableError",
+]

@@ -73,10 +73,12 @@ from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.fleet import (
     STATE_FRAME,
     Fleet,
     check_base_urls,
+    check_fleet,
     check_num_envs,
     check_sessions_per_server,
     make_template,
@@ -117,6 +119,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         sessions_per_server: With no ``base_url``, start one embedded server (child process,
             or container with ``image=``) per this many sessions instead of one for all:
             ``num_envs=16, sessions_per_server=4`` runs 4 servers. ``None``: one server.
+        fleet: Where the embedded servers run: ``None`` or ``"local"`` (child processes of
+            this machine), ``"ray"`` (Ray actors spread over the nodes of the cluster this
+            process joined with ``ray.init(address=...)``), or a
+            :class:`~openenv_gym.providers.FleetProvider` such as
+            ``RayFleet(num_cpus=2)`` (:mod:`openenv_gym.providers.ray`).
         **env_kwargs: Passed to ``gymnasium.make(id, ...)`` or to
             :class:`~openenv_gym.env.OpenEnvEnv` (timeouts, field spaces, reset_kwargs, ...).
 
@@ -141,6 +148,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         max_episode_steps: int | None = None,
         copy: bool = True,
         sessions_per_server: int | None = None,
+        fleet: str | FleetProvider | None = None,
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
@@ -148,6 +156,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
+        server_fleet = check_fleet(fleet, urls)
         if urls is None and id is None:
             raise VectorUsageError(
                 "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
@@ -172,9 +181,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.copy = copy
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
-        fleet = self._fleet = Fleet(
+        servers = self._fleet = Fleet(
             self.num_envs,
             encoding=encoding,
+            server_fleet=server_fleet,
             connect_options={
                 "connect_timeout": env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
                 "token": env_kwargs.get("token"),
@@ -186,32 +196,32 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             for i in range(num_envs):
                 url = urls[i % len(urls)].rstrip("/")
                 needed[url] = needed.get(url, 0) + 1
-            fleet.check_capacity(needed, {})
-        template = make_template(id, urls, env_kwargs, encoding)
+            servers.check_capacity(needed, {})
+        template = make_template(id, urls, env_kwargs, encoding, server_fleet)
         session, provider = template.detach()
         first_url = template.base_url
         if provider.owns_server:
-            fleet.providers[first_url] = provider
-        fleet.urls = [
+            servers.providers[first_url] = provider
+        servers.urls = [
             (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
         ]
-        fleet.urls[0] = first_url
+        servers.urls[0] = first_url
         if per_server < num_envs:
             try:
-                fleet.start_more_servers(id, env_kwargs, encoding, per_server)
+                servers.start_more_servers(id, env_kwargs, encoding, per_server)
             except BaseException:
                 session.close()
-                for started in fleet.providers.values():
+                for started in servers.providers.values():
                     started.stop()
                 raise
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        fleet.set_options(template.connect_options)
-        fleet.sessions = [session.session]
+        servers.set_options(template.connect_options)
+        servers.sessions = [session.session]
         self._closed = False
         try:
-            fleet.open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
+            servers.open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
         except BaseException:
             self.close()
             raise

@@ -11,6 +11,7 @@ broken session is reopened (an embedded server that died is restarted first).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -32,12 +33,15 @@ from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
 from openenv_gym.wire.binary import parse_frame
 from openenv_gym.wire.messages import encode_message, state_message
 
 #: The ``state`` request (a session accepted by a server answers it; a refused one gets
 #: ``CAPACITY_REACHED``).
 STATE_FRAME: Final = encode_message(state_message())
+#: How many servers a vector env starts at once on a fleet (their nodes do the work).
+PARALLEL_FLEET_STARTS: Final = 16
 
 
 class Fleet:
@@ -48,10 +52,19 @@ class Fleet:
         encoding: The ``encoding=`` every session is opened with.
         connect_options: ``connect_timeout`` and ``token`` (enough for capacity checks);
             :meth:`adopt` completes them with the options of the first session.
+        server_fleet: Where the embedded servers run (``None``: child processes here).
     """
 
-    def __init__(self, num_envs: int, *, encoding: str, connect_options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        encoding: str,
+        connect_options: dict[str, Any],
+        server_fleet: FleetProvider | None = None,
+    ) -> None:
         self.num_envs = num_envs
+        self.server_fleet = server_fleet
         self.encoding = encoding
         self.connect_options = dict(connect_options)
         #: The server URL of each sub-env.
@@ -72,15 +85,44 @@ class Fleet:
     def start_more_servers(
         self, id: str | None, env_kwargs: Mapping[str, Any], encoding: str, per_server: int
     ) -> None:
-        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``."""
-        for first in range(per_server, self.num_envs, per_server):
-            extra = make_template(id, None, env_kwargs, encoding)
+        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
+
+        Here they start one after the other; on a fleet (remote nodes) up to
+        :data:`PARALLEL_FLEET_STARTS` at once. When one fails, those started are in
+        :attr:`providers` (for the caller to stop) and its error is raised.
+        """
+
+        def start(first: int) -> tuple[int, str, ServerProvider]:
+            extra = make_template(id, None, env_kwargs, encoding, self.server_fleet)
             extra_session, extra_provider = extra.detach()
             extra_session.close()  # the sessions are opened with the others below
-            url = extra.base_url
-            self.providers[url] = extra_provider
+            return first, extra.base_url, extra_provider
+
+        firsts = range(per_server, self.num_envs, per_server)
+        if self.server_fleet is None:
+            outcomes: list[Any] = []
+            for first in firsts:
+                try:
+                    outcomes.append(start(first))
+                except BaseException as exc:
+                    outcomes.append(exc)
+                    break
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(len(firsts), PARALLEL_FLEET_STARTS), thread_name_prefix="openenv-gym-start"
+            ) as pool:
+                futures = [pool.submit(start, first) for first in firsts]
+            outcomes = [f.exception() or f.result() for f in futures]
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                continue
+            first, url, provider = outcome
+            self.providers[url] = provider
             for i in range(first, min(first + per_server, self.num_envs)):
                 self.urls[i] = url
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def unix_sockets(self, url: str) -> list[str]:
         """The Unix sockets of a server this env started (empty for any other server)."""
@@ -278,6 +320,17 @@ def check_sessions_per_server(
     return min(sessions_per_server, num_envs)
 
 
+def check_fleet(fleet: Any, urls: list[str] | None) -> FleetProvider | None:
+    """The fleet that runs the embedded servers (``None``: child processes here)."""
+    server_fleet = resolve_fleet(fleet)
+    if server_fleet is not None and urls is not None:
+        raise VectorUsageError(
+            f"fleet={fleet!r} starts servers, but base_url names running ones; pass one or "
+            "the other"
+        )
+    return server_fleet
+
+
 def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
         raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
@@ -298,9 +351,14 @@ def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
 
 
 def make_template(
-    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any], encoding: str
+    id: str | None,
+    urls: list[str] | None,
+    env_kwargs: Mapping[str, Any],
+    encoding: str,
+    server_fleet: FleetProvider | None = None,
 ) -> OpenEnvEnv:
-    """The one env whose session, spaces and server the vector env takes over."""
+    """The one env whose session, spaces and server the vector env takes over (its embedded
+    server started on ``server_fleet``, or here when ``None``)."""
     kwargs = dict(env_kwargs)
     if id is None or id.rpartition(":")[2].startswith("openenv/"):
         kwargs["encoding"] = encoding
@@ -312,7 +370,8 @@ def make_template(
         kwargs["workers"] = "auto"  # the embedded server: one process per core
     if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
         kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
-    env = gym.make(id, disable_env_checker=True, **kwargs)
+    with using_fleet(server_fleet):
+        env = gym.make(id, disable_env_checker=True, **kwargs)
     unwrapped = env.unwrapped
     if not isinstance(unwrapped, OpenEnvEnv):
         env.close()
