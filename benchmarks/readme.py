@@ -34,7 +34,7 @@ def splice(readme: str, report: str, png: str) -> str:
 
 def main(argv: list[str]) -> int:
     """Run the suite into docs/benchmarks/ and splice its bench.md into the README."""
-    code = bench(["--out", str(OUT), *argv])
+    code = bench(["--out", str(OUT), *argv], prog="python -m benchmarks.readme")
     if code == 0:
         report = (OUT / "bench.md").read_text()
         png = (OUT / "bench.png").relative_to(ROOT).as_posix()

@@ -3,4 +3,4 @@
 from openenv_gym.bench import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(prog="python -m benchmarks.run"))

@@ -1,9 +1,10 @@
 """Record episodes from a remote env, load them with `datasets`, train behavioural cloning.
 
 1. An ``openenv-gym serve gymnasium --env-id CartPole-v1`` child process serves the env.
-2. A hand-written controller plays ``--episodes`` episodes through
-   :class:`~openenv_gym.wrappers.RecordTrajectories`, which writes Parquet chunks.
-3. The chunks load as a Hugging Face ``datasets.Dataset`` (observations keep shape + dtype).
+2. An experiment config (env + a ``record`` wrapper) builds the env with
+   :func:`openenv_gym.make_from_config`; a hand-written controller plays ``--episodes``
+   episodes, recorded as Parquet transitions ``(s, a, r, s', terminated, truncated)``.
+3. ``datasets.load_dataset("parquet", data_dir=out)`` loads them (shapes and dtypes kept).
 4. A tiny torch MLP learns action = f(observation) by cross-entropy for a few epochs.
 5. The cloned policy plays the remote env; the script prints its mean return.
 
@@ -22,11 +23,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from datasets import load_dataset
 from torch import nn
 
 import openenv_gym
 from openenv_gym.providers.local import LocalServerProcess
-from openenv_gym.wrappers import RecordTrajectories, load_trajectories
 
 
 def controller(observation: np.ndarray) -> int:
@@ -36,9 +37,12 @@ def controller(observation: np.ndarray) -> int:
 
 
 def record(base_url: str, out: Path, episodes: int, seed: int) -> float:
-    env = RecordTrajectories(
-        gym.make("openenv/CartPole-v1", base_url=base_url), out, chunk_size=2_000
-    )
+    config = {
+        "env": {"id": "openenv/CartPole-v1", "base_url": base_url},
+        "seed": seed,
+        "wrappers": [{"type": "record", "directory": str(out), "chunk_size": 2_000}],
+    }
+    env = openenv_gym.make_from_config(config)
     returns = []
     try:
         observation, _ = env.reset(seed=seed)
@@ -56,7 +60,8 @@ def record(base_url: str, out: Path, episodes: int, seed: int) -> float:
 
 
 def train(out: Path, epochs: int, seed: int) -> nn.Module:
-    dataset = load_trajectories(out).with_format("torch", columns=["observation", "action"])
+    dataset = load_dataset("parquet", data_dir=str(out), split="train")
+    dataset = dataset.with_format("torch", columns=["observation", "action"])
     print(f"dataset: {len(dataset)} steps, features {dataset.features}")
     observations = dataset[:]["observation"].float()
     actions = dataset[:]["action"].long()

@@ -9,6 +9,7 @@ Example:
     True
 """
 
+from openenv_gym.config import ExperimentConfig, load_experiment, make_from_config
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
@@ -52,6 +53,7 @@ __all__ = [
     "CapacityReachedError",
     "CodecError",
     "ConnectionLostError",
+    "ExperimentConfig",
     "NotAnOpenEnvServerError",
     "ObservationMismatchError",
     "OpenEnvEnv",
@@ -66,6 +68,8 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
     "__version__",
+    "load_experiment",
+    "make_from_config",
     "make_gymnasium_env",
     "register_envs",
 ]

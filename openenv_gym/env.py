@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
@@ -40,7 +39,6 @@ from openenv_gym.client import (
     DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REPLY_TIMEOUT,
     SyncSession,
-    background_loop,
     check_encoding,
     fetch_schema,
     get_json,
@@ -73,13 +71,8 @@ _ENVELOPE_INFO_KEY: Final = "metadata"
 
 
 def _close_session_soon(session: SyncSession) -> None:
-    """Finalizer: close a forgotten session without blocking (the loop may be busy)."""
-    if session.closed:
-        return
-    loop = background_loop()
-    if loop.is_closed():
-        return
-    loop.call_soon_threadsafe(lambda: asyncio.ensure_future(session.session.close()))
+    """Finalizer: close a forgotten env's session (and its loop)."""
+    session.close()
 
 
 class OpenEnvEnv(gym.Env[Any, Any]):
@@ -114,6 +107,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
+        open_session: ``False`` builds the spaces (and starts the server) without opening a
+            session; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
+            :meth:`detach`.
 
     Raises:
         ServerConnectionError: The server cannot be reached.
@@ -143,6 +139,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         render_mode: str | None = None,
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
+        open_session: bool = True,
     ) -> None:
         if base_url is None and provider is None:
             raise OpenEnvGymError(
@@ -186,16 +183,17 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 "headers": dict(headers or {}),
                 "token": self._token,
             }
-            self._session = SyncSession.connect(
-                self.base_url,
-                connect_timeout=connect_timeout,
-                reply_timeout=reply_timeout,
-                max_message_size=max_message_size,
-                headers=headers,
-                encoding=encoding,
-                token=self._token,
-            )
-            self._session_finalizer = weakref.finalize(self, _close_session_soon, self._session)
+            if open_session:
+                self._session = SyncSession.connect(
+                    self.base_url,
+                    connect_timeout=connect_timeout,
+                    reply_timeout=reply_timeout,
+                    max_message_size=max_message_size,
+                    headers=headers,
+                    encoding=encoding,
+                    token=self._token,
+                )
+                weakref.finalize(self, _close_session_soon, self._session)
         except BaseException:
             self.close()
             raise
@@ -343,20 +341,17 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         """The options the session was opened with (timeouts, message size, headers, token)."""
         return dict(self._connect_options)
 
-    def detach(self) -> tuple[SyncSession, ServerProvider]:
-        """Hand the open session and the server provider over to the caller.
+    def detach(self) -> ServerProvider:
+        """Hand the server provider over to the caller and close this env, but not the server.
 
-        The env is closed afterwards, but neither the session nor the server is: the caller
-        owns them (:class:`~openenv_gym.vector.OpenEnvVectorEnv` builds on one env this way).
-
-        Raises:
-            SessionClosedError: The env is closed or its session broke.
+        :class:`~openenv_gym.vector.OpenEnvVectorEnv` builds its spaces and servers on an env
+        made with ``open_session=False`` this way; it then owns (and stops) the server.
         """
-        session = self._require_session()
-        self._session_finalizer.detach()
         self._closed = True
-        self._session = None
-        return session, self._provider
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        return self._provider
 
     def _require_session(self) -> SyncSession:
         if self._closed or self._session is None:

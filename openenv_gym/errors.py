@@ -328,6 +328,20 @@ __all__ += [
 ]
 
 
+# --------------------------------------------------------------------------- server reliability
+
+
+class ServerWorkerError(OpenEnvGymError, RuntimeError):
+    """A worker of a ``serve --workers K`` server kept dying (or could not be restarted)."""
+
+
+class InsecureBindError(OpenEnvGymError, ValueError):
+    """A server was asked to listen beyond loopback without a token (or with an empty one)."""
+
+
+__all__ += ["InsecureBindError", "ServerWorkerError"]
+
+
 # --------------------------------------------------------------------------- ray fleet
 
 
@@ -339,7 +353,4 @@ class FleetConfigError(OpenEnvGymError, ValueError):
     """A fleet (where a vector env's servers run) was configured wrongly."""
 
 
-__all__ += [
-    "FleetConfigError",
-    "RayUnavailableError",
-]
+__all__ += ["FleetConfigError", "RayUnavailableError"]

@@ -17,13 +17,13 @@ imports the package by itself, which is what spawned worker processes need.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import gymnasium as gym
 
 from openenv_gym.env import OpenEnvEnv
+from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
 from openenv_gym.providers import DockerProvider, ServerProvider, server_provider
 
 NAMESPACE: Final = "openenv"
@@ -70,11 +70,9 @@ def make_gymnasium_env(
     """
     if base_url is not None:
         return OpenEnvEnv(base_url, token=token, **kwargs)
-    serve_args = ["gymnasium", "--env-id", env_id]
-    if env_kwargs:
-        serve_args += ["--env-kwargs", json.dumps(dict(env_kwargs))]
+    options = {"env_id": env_id, "make_kwargs": dict(env_kwargs) if env_kwargs else None}
     provider = server_provider(
-        serve_args,
+        ["gymnasium", *GYMNASIUM_OPTIONS.to_argv(options)],
         workers=workers,
         image=image,
         token=token,

@@ -28,7 +28,13 @@ import argparse
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from openenv_gym.bench.options import DEFAULT_OUT_ROOT, DEFAULT_SIZES, DESCRIPTION, add_arguments
+from openenv_gym.bench.options import (
+    DEFAULT_OUT_ROOT,
+    DEFAULT_SIZES,
+    DESCRIPTION,
+    add_arguments,
+    conflicts,
+)
 
 
 def build_parser(prog: str = "python -m openenv_gym.bench") -> argparse.ArgumentParser:
@@ -73,9 +79,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m openenv_gym.bench") -> int:
     """``python -m openenv_gym.bench``: parse ``argv`` and run."""
-    return run_from_args(build_parser().parse_args(argv))
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    problem = conflicts(args)
+    if problem:
+        parser.error(problem)
+    return run_from_args(args)
 
 
 __all__ = ["add_arguments", "build_parser", "main", "run_from_args"]

@@ -35,8 +35,8 @@ def require_module(name: str, why: str) -> Any:
     """Import ``name`` or raise :class:`ContenderUnavailableError` saying ``why``."""
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
-        raise ContenderUnavailableError(f"{name} is not installed ({why}): {exc}") from None
+    except ImportError:
+        raise ContenderUnavailableError(f"{name.split('.')[0]} is not installed ({why})") from None
 
 
 def register_env_module(name: str) -> None:

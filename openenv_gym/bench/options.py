@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from openenv_gym.commands.argument_types import positive_int, positive_seconds
+from openenv_gym.cli.arguments import positive_int, positive_seconds
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
 ENV_NAMES: Final = ("CartPole", "Pong")
@@ -87,6 +87,16 @@ def sizes(text: str) -> list[int]:
     return values
 
 
+def workers(text: str) -> int:
+    """An argparse type: ``auto`` (one per usable core) or a positive integer."""
+    from openenv_gym.server.workers import resolve_workers
+
+    try:
+        return resolve_workers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the suite's options to ``parser``."""
     parser.add_argument(
@@ -142,10 +152,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=None,
         metavar="K",
-        help="--workers for each `openenv-gym serve` process (default: the server's own)",
+        help="--workers for each `openenv-gym serve` process: K processes sharing its port, or "
+        "'auto' for one per core, as AsyncVectorEnv and envpool also use every core "
+        "(default: auto)",
     )
     parser.add_argument(
         "--out",
@@ -175,3 +187,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the Gymnasium id the server runs, for the raw Gymnasium anchors (default: the "
         "name in the server's GET /metadata when it is a registered Gymnasium id)",
     )
+
+
+def conflicts(args: argparse.Namespace) -> str:
+    """Why the parsed options do not go together, or ``""``."""
+    url_only = [
+        flag for flag, value in (("--token", args.token), ("--gym-id", args.gym_id)) if value
+    ]
+    if args.url is None and url_only:
+        return f"{' and '.join(url_only)} go with --url URL (a running server to measure)"
+    local_only = [
+        flag
+        for flag, given in (
+            ("--envs", args.envs is not None),
+            ("--servers", args.servers != 1),
+            ("--workers", args.workers is not None),
+        )
+        if given
+    ]
+    if args.url is not None and local_only:
+        return (
+            f"{' and '.join(local_only)} choose the servers the suite starts; with --url the "
+            "server is yours: leave them out"
+        )
+    return ""

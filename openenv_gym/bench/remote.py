@@ -33,6 +33,8 @@ from openenv_gym.bench.measure import (
     Window,
 )
 
+#: Why the official client's contenders need a package (their skip reason).
+OFFICIAL_CLIENT = "the official OpenEnv client: pip install openenv"
 #: A one-action slice of a row -> the official client's action dict.
 WireAction = Callable[[Any], dict[str, Any]]
 
@@ -136,14 +138,14 @@ def official_sync_driver(
 
 def open_official(context: Context, n: int) -> Driver:
     """The official ``openenv`` client: asyncio gather over N ``GenericEnvClient`` sessions."""
-    require_module("openenv.core", "the official OpenEnv client, pip install openenv")
+    require_module("openenv.core", OFFICIAL_CLIENT)
     urls = context.require_servers()
     return OfficialGatherDriver(urls, n, wire_action(context.spec.official_action_field))
 
 
 def open_official_sync(context: Context, n: int) -> Driver:
     """The official client's synchronous ``.sync()`` wrapper, one session."""
-    require_module("openenv.core", "the official OpenEnv client, pip install openenv")
+    require_module("openenv.core", OFFICIAL_CLIENT)
     urls = context.require_servers()
     return official_sync_driver(urls[0], wire_action(context.spec.official_action_field))
 

@@ -105,13 +105,21 @@ def format_table(cells: Sequence[CellResult]) -> str:
     return "\n".join(lines)
 
 
-def parse_table(text: str) -> list[dict[str, str]]:
-    """Read a table written by :func:`format_table` back (rows as column -> text)."""
-    rows = [line for line in text.splitlines() if line.startswith("| ")]
-    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+def parse_table(text: str, index: int = 0) -> list[dict[str, str]]:
+    """Read the ``index``-th Markdown table in ``text`` back (rows as column -> text)."""
+    tables: list[list[str]] = []
+    previous = ""
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append(line)
+        previous = line
+    header, _rule, *rows = tables[index]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
     return [
-        dict(zip(header, (cell.strip() for cell in row.strip("|").split("|")), strict=True))
-        for row in rows[1:]
+        dict(zip(names, (cell.strip() for cell in row.strip("|").split("|")), strict=True))
+        for row in rows
     ]
 
 
@@ -155,11 +163,7 @@ def write_markdown(
     facts = "\n".join(f"- **{key}:** {value}" for key, value in header.items())
     parts = [facts + "\n", table + "\n"]
     if targets:
-        parts.append(
-            "Targets of the throughput issue (ratios within this run):\n\n"
-            + "\n".join(f"- {line}" for line in targets.splitlines())
-            + "\n"
-        )
+        parts.append(f"Targets of the throughput issue (ratios within this run):\n\n{targets}\n")
     if notes:
         parts.append("\n".join(f"- {note}" for note in notes) + "\n")
     if png_name:

@@ -237,7 +237,7 @@ def write_report(
     print("\n" + "\n".join(f"{key}: {value}" for key, value in header.items()) + "\n")
     print(table)
     if targets:
-        print("\nTargets:")
+        print("\nTargets of the throughput issue (ratios within this run):\n")
         print(targets)
     for note in notes:
         print(f"note: {note}")

@@ -24,6 +24,7 @@ from openenv_gym.bench.options import (
     MAX_WARMUP,
     QUICK_SECONDS,
     QUICK_SIZES,
+    workers,
 )
 from openenv_gym.bench.runner import Group, Log, PlannedCell, stderr_line
 
@@ -37,7 +38,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         seconds=seconds,
         warmup=args.warmup if args.warmup is not None else min(MAX_WARMUP, seconds / 6),
         servers=int(args.servers),
-        workers=None if args.workers is None else int(args.workers),
+        workers=workers("auto") if args.workers is None else int(args.workers),
         contenders=args.contenders,
     )
 

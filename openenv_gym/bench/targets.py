@@ -6,8 +6,9 @@ Example:
     ...     CellResult("CartPole", "async", "a", 8, "ok", steps_per_s=1000.0),
     ...     CellResult("CartPole", "ours-binary", "b", 8, "ok", steps_per_s=1600.0),
     ... ]
-    >>> TARGETS[0].verdict(cells)
-    '[met] vector CartPole N=8 >= 1.5x AsyncVectorEnv(8): ours-binary 1,600 / async 1,000 = 1.60x'
+    >>> verdict = TARGETS[0].assess(cells)
+    >>> verdict.status, verdict.numbers, verdict.ratio
+    ('met', 'ours-binary 1,600 / async 1,000 steps/s', 1.6)
 """
 
 from __future__ import annotations
@@ -21,6 +22,31 @@ from openenv_gym.bench.measure import CellResult
 #: Kinds of target.
 RATE: Final = "steps/s"
 CPU: Final = "cpu"
+#: Verdicts.
+MET: Final = "met"
+NOT_MET: Final = "not met"
+NOT_MEASURED: Final = "not measured"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target judged.
+
+    Attributes:
+        text: The target.
+        status: :data:`MET`, :data:`NOT_MET` or :data:`NOT_MEASURED`.
+        numbers: What was compared (or what was missing).
+        ratio: Ours over the reference, when both were measured.
+    """
+
+    text: str
+    status: str
+    numbers: str
+    ratio: float | None = None
+
+    def __str__(self) -> str:
+        ratio = "" if self.ratio is None else f" = {self.ratio:.2f}x"
+        return f"[{self.status}] {self.text}: {self.numbers}{ratio}"
 
 
 def find(cells: Sequence[CellResult], env: str, contender: str, n: int) -> CellResult | None:
@@ -61,8 +87,8 @@ class Target:
     factor: float
     kind: str = RATE
 
-    def verdict(self, cells: Sequence[CellResult]) -> str:
-        """``[met] ...``, ``[not met] ...`` or ``[not measured] ...`` with the numbers."""
+    def assess(self, cells: Sequence[CellResult]) -> Verdict:
+        """Judge the target from one run's cells."""
         ours = [
             (value, key)
             for key in self.contenders
@@ -72,18 +98,20 @@ class Target:
         if not ours or not reference:
             missing = [] if ours else ["/".join(self.contenders) + f"({self.n})"]
             missing += [] if reference else [f"{self.reference}({self.reference_n})"]
-            return f"[not measured] {self.text}: no result for {', '.join(missing)}"
+            return Verdict(self.text, NOT_MEASURED, f"no result for {', '.join(missing)}")
         if self.kind == RATE:
             value, key = max(ours)
-            ratio = value / reference
-            met = ratio >= self.factor
-            numbers = f"{value:,.0f} / {self.reference} {reference:,.0f}"
+            met = value / reference >= self.factor
+            numbers = f"{key} {value:,.0f} / {self.reference} {reference:,.0f} steps/s"
         else:
             value, key = min(ours)
-            ratio = value / reference
-            met = ratio <= self.factor
-            numbers = f"{value:.1f} / {self.reference} {reference:.1f} µs CPU per step"
-        return f"[{'met' if met else 'not met'}] {self.text}: {key} {numbers} = {ratio:.2f}x"
+            met = value / reference <= self.factor
+            numbers = f"{key} {value:.1f} / {self.reference} {reference:.1f} µs CPU per step"
+        return Verdict(self.text, MET if met else NOT_MET, numbers, value / reference)
+
+    def verdict(self, cells: Sequence[CellResult]) -> str:
+        """``[met] ...``, ``[not met] ...`` or ``[not measured] ...`` with the numbers."""
+        return str(self.assess(cells))
 
 
 _OURS_VECTOR: Final = ("ours-json", "ours-binary")
@@ -143,5 +171,11 @@ TARGETS: Final = (
 
 
 def format_targets(cells: Sequence[CellResult]) -> str:
-    """One verdict line per target."""
-    return "\n".join(target.verdict(cells) for target in TARGETS)
+    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio."""
+    lines = ["| target | verdict | measured | ratio |", "|---|---|---|---:|"]
+    for target in TARGETS:
+        verdict = target.assess(cells)
+        ratio = "-" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
+        status = f"**{verdict.status}**" if verdict.status == MET else verdict.status
+        lines.append(f"| {verdict.text} | {status} | {verdict.numbers} | {ratio} |")
+    return "\n".join(lines)

@@ -28,9 +28,19 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector.utils import batch_space
 
-from openenv_gym.bench.local import register_env_module, single_env_driver, vector_env_driver
-from openenv_gym.bench.measure import ActionStream, ContenderUnavailableError, Driver
-from openenv_gym.bench.remote import OfficialGatherDriver, official_sync_driver, ours_vector
+from openenv_gym.bench.local import (
+    register_env_module,
+    require_module,
+    single_env_driver,
+    vector_env_driver,
+)
+from openenv_gym.bench.measure import ActionStream, Driver
+from openenv_gym.bench.remote import (
+    OFFICIAL_CLIENT,
+    OfficialGatherDriver,
+    official_sync_driver,
+    ours_vector,
+)
 from openenv_gym.bench.runner import Group, PlannedCell
 from openenv_gym.errors import InsufficientCapacityError, NotAnOpenEnvServerError
 
@@ -168,12 +178,12 @@ def plan(
         return rows
 
     def open_official_sync() -> Driver:
-        _require_official()
+        require_module("openenv.core", OFFICIAL_CLIENT)
         return official_sync_driver(info.url, lambda row: row[0], headers)
 
     def open_official(n: int) -> Callable[[], Driver]:
         def open_() -> Driver:
-            _require_official()
+            require_module("openenv.core", OFFICIAL_CLIENT)
             return OfficialGatherDriver([info.url], n, lambda one: one[0], headers)
 
         return open_
@@ -249,12 +259,3 @@ def _vector(cls: Any, gym_id: str, n: int) -> Callable[[], Driver]:
         return vector_env_driver(cls([make] * n, **kwargs))
 
     return open_
-
-
-def _require_official() -> None:
-    try:
-        import openenv.core  # noqa: F401
-    except ImportError as exc:
-        raise ContenderUnavailableError(
-            f"openenv is not installed (the official client, pip install openenv): {exc}"
-        ) from None

@@ -1,6 +1,7 @@
 """How many sessions a set of servers takes, asked before a vector env opens its sessions.
 
-Our servers answer ``GET /capacity`` with ``{"max_sessions": M, "active_sessions": A}``.
+Our servers answer ``GET /capacity`` with ``{"max_sessions": M, "active_sessions": A,
+"workers": W}``.
 Official ``openenv`` servers have no such route (404); for them the only way to know is to
 open the sessions and see which get ``CAPACITY_REACHED`` (an official server takes ONE
 session unless its environment declares concurrent sessions).
@@ -31,11 +32,13 @@ class ServerCapacity:
         url: The server's base URL.
         max_sessions: Concurrent sessions it takes.
         active_sessions: Sessions open right now.
+        workers: Server processes sharing the port (``None``: not said).
     """
 
     url: str
     max_sessions: int | None
     active_sessions: int | None
+    workers: int | None = None
 
     @property
     def known(self) -> bool:
@@ -69,7 +72,9 @@ def fetch_capacity(
     limit, active = body.get("max_sessions"), body.get("active_sessions")
     if not (isinstance(limit, int) and isinstance(active, int)):
         return ServerCapacity(base_url, None, None)
-    return ServerCapacity(base_url, limit, active)
+    workers = body.get("workers")
+    valid_workers = isinstance(workers, int) and not isinstance(workers, bool) and workers > 0
+    return ServerCapacity(base_url, limit, active, workers if valid_workers else None)
 
 
 def insufficient_capacity_error(

@@ -42,7 +42,7 @@ from openenv_gym.client.http import (
     is_loopback_url,
     resolve_token,
 )
-from openenv_gym.client.loop import run_sync
+from openenv_gym.client.loop import CallerLoop
 from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     ConnectionLostError,
@@ -54,6 +54,7 @@ from openenv_gym.errors import (
     SessionClosedError,
     UnknownEncodingError,
 )
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
 from openenv_gym.wire.messages import (
     ObservationReply,
@@ -66,6 +67,8 @@ from openenv_gym.wire.messages import (
 )
 from openenv_gym.wire.wsframes import send_frame
 
+#: The handshake response header naming the server process (see :attr:`Session.worker`).
+WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 2**20
 #: The values of ``encoding=``.
@@ -100,13 +103,25 @@ class Session:
         *,
         url: str,
         reply_timeout: float,
+        unix_path: str | None = None,
     ) -> None:
         self._connection = connection
         self.url = url
+        #: The Unix socket the connection goes through, or ``None`` (TCP).
+        self.unix_path = unix_path
         self.reply_timeout = reply_timeout
         self.closed = False
         #: Whether observation replies may come as binary frames (the subprotocol was agreed).
-        self.binary = connection.subprotocol == BINARY_SUBPROTOCOL
+        self.binary = connection.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+        #: Whether this connection carries K sessions (``openenv-gym.batch.v1`` was agreed).
+        self.batch = connection.subprotocol == BATCH_SUBPROTOCOL
+
+    @property
+    def worker(self) -> str | None:
+        """The server process that took the connection (our servers name it in the
+        ``X-OpenEnv-Gym-Worker`` handshake header), ``None`` when not named."""
+        response = self._connection.response
+        return response.headers.get(WORKER_HEADER) if response is not None else None
 
     @property
     def subprotocol(self) -> str | None:
@@ -126,6 +141,7 @@ class Session:
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
         unix_path: str | None = None,
+        batch: bool = False,
     ) -> Session:
         """Open a session at ``{base_url}/ws``.
 
@@ -135,6 +151,8 @@ class Session:
 
         Args:
             encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see the module docstring).
+            batch: Also offer ``openenv-gym.batch.v1`` (several sessions on this connection,
+                see :mod:`openenv_gym.wire.batch`); :attr:`batch` says whether it was agreed.
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -148,6 +166,8 @@ class Session:
         offered = list(subprotocols or ())
         if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
             offered.insert(0, BINARY_SUBPROTOCOL)
+        if batch and BATCH_SUBPROTOCOL not in offered:
+            offered.insert(0, BATCH_SUBPROTOCOL)
         token = resolve_token(token)
         options: dict[str, Any] = {
             "compression": None,
@@ -182,6 +202,14 @@ class Session:
                 url=url,
             ) from exc
         except InvalidHandshake as exc:
+            if isinstance(exc.__cause__, EOFError | OSError):
+                # The peer closed or reset the connection mid-handshake: a server stopping or
+                # restarting (or docker-proxy with nothing behind it), not a wrong server.
+                raise ServerConnectionError(
+                    f"the connection to {url} closed during the WebSocket handshake "
+                    f"({exc.__cause__ or exc}); the server may be stopping or restarting.",
+                    url=url,
+                ) from exc
             raise NotAnOpenEnvServerError(
                 f"{url} did not complete a WebSocket handshake ({exc}): this is not an "
                 "OpenEnv server, or base_url is wrong.",
@@ -200,7 +228,7 @@ class Session:
                 "unset to let openenv-gym start an embedded server.",
                 url=url,
             ) from exc
-        session = cls(connection, url=url, reply_timeout=reply_timeout)
+        session = cls(connection, url=url, reply_timeout=reply_timeout, unix_path=unix_path)
         if encoding == "binary" and not session.binary:
             await session.close()
             raise BinaryEncodingRefusedError(
@@ -265,6 +293,13 @@ class Session:
         self.closed = True
         await self._connection.close()
 
+    def abort(self) -> None:
+        """Drop the connection at once (no closing handshake). Idempotent, never raises."""
+        self.closed = True
+        transport = self._connection.transport
+        if transport is not None:
+            transport.abort()
+
     async def close(self) -> None:
         """Say ``close`` to the server and close the connection. Idempotent, never raises."""
         if self.closed:
@@ -276,29 +311,39 @@ class Session:
             await asyncio.wait_for(self._connection.close(), 2.0)
 
 
-async def exchange_many(
-    sessions: Sequence[Session], frames: Sequence[str | bytes], timeout: float
-) -> list[str | bytes | OpenEnvGymError]:
-    """Send ``frames[i]`` on ``sessions[i]`` for every i, then collect every reply.
+async def send_many(
+    sessions: Sequence[Session], frames: Sequence[str | bytes]
+) -> list[OpenEnvGymError | None]:
+    """Send ``frames[i]`` on ``sessions[i]`` for every i and return at once.
 
-    All frames go out before the first reply is awaited, so the N round trips overlap; a
-    vector env calls this once per batch (one hop to the loop thread per batch, no task or
-    future per session). Failures are returned in place of the reply, never raised, so one
-    broken session does not hide the others' replies:
-
-    * ``SessionClosedError``: the session was closed before (nothing sent);
-    * ``ReplyTimeoutError``: no reply within ``timeout`` seconds of the batch's start (the
-      session is closed: a late reply would be paired with the next request);
-    * ``ConnectionLostError``: the connection closed (the session is closed).
+    The returned list is what :func:`receive_many` fills: a ``SessionClosedError`` for a
+    session closed before (nothing sent), ``None`` for a frame sent.
     """
-    results: list[str | bytes | OpenEnvGymError | None] = [None] * len(sessions)
+    sent: list[OpenEnvGymError | None] = [None] * len(sessions)
     for i, session in enumerate(sessions):
         if session.closed:
-            results[i] = SessionClosedError(f"the session to {session.url} is closed")
+            sent[i] = SessionClosedError(f"the session to {session.url} is closed")
             continue
         # A refused session sends an error frame, then closes: its reply is still queued.
         with contextlib.suppress(ConnectionClosed):
             await send_frame(session._connection, frames[i])
+    return sent
+
+
+async def receive_many(
+    sessions: Sequence[Session], sent: Sequence[OpenEnvGymError | None], timeout: float
+) -> list[str | bytes | OpenEnvGymError]:
+    """Collect one reply per session of :func:`send_many` (``sent`` is what it returned).
+
+    Failures are returned in place of the reply, never raised, so one broken session does
+    not hide the others' replies:
+
+    * ``SessionClosedError``: the session was closed before (nothing was sent);
+    * ``ReplyTimeoutError``: no reply within ``timeout`` seconds (the session is closed: a
+      late reply would be paired with the next request);
+    * ``ConnectionLostError``: the connection closed (the session is closed).
+    """
+    results: list[str | bytes | OpenEnvGymError | None] = list(sent)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pending = 0
@@ -322,14 +367,24 @@ async def exchange_many(
                 continue
             # Drop the connection at once: a closing handshake with a server that does not
             # answer would add close_timeout per session to the batch's timeout.
-            session.closed = True
-            session._connection.transport.abort()
+            session.abort()
             results[i] = ReplyTimeoutError(
                 f"no reply from {session.url} within {timeout:g}s; the session was closed",
                 url=session.url,
                 timeout=timeout,
             )
     return results  # type: ignore[return-value]  # every slot is filled above
+
+
+async def exchange_many(
+    sessions: Sequence[Session], frames: Sequence[str | bytes], timeout: float
+) -> list[str | bytes | OpenEnvGymError]:
+    """Send ``frames[i]`` on ``sessions[i]`` for every i, then collect every reply.
+
+    All frames go out before the first reply is awaited, so the round trips overlap. See
+    :func:`receive_many` for the failures returned in place of replies.
+    """
+    return await receive_many(sessions, await send_many(sessions, frames), timeout)
 
 
 def _lost(session: Session, exc: ConnectionClosed) -> ConnectionLostError:
@@ -350,11 +405,12 @@ def _ws_url_or_raise(base_url: str) -> str:
 
 
 class SyncSession:
-    """Blocking facade over a :class:`Session` on the background loop."""
+    """A blocking :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`:
+    every request runs the loop in the calling thread (no hop to another thread)."""
 
-    def __init__(self, session: Session, *, call_timeout: float) -> None:
+    def __init__(self, session: Session, loop: CallerLoop) -> None:
         self.session = session
-        self._call_timeout = call_timeout
+        self._loop = loop
 
     @classmethod
     def connect(
@@ -370,20 +426,24 @@ class SyncSession:
         token: str | None = None,
     ) -> SyncSession:
         """Open a session (see :meth:`Session.open`) from synchronous code."""
-        session = run_sync(
-            Session.open(
-                base_url,
-                connect_timeout=connect_timeout,
-                reply_timeout=reply_timeout,
-                max_message_size=max_message_size,
-                headers=headers,
-                subprotocols=subprotocols,
-                encoding=encoding,
-                token=token,
+        loop = CallerLoop()
+        try:
+            session = loop.run(
+                Session.open(
+                    base_url,
+                    connect_timeout=connect_timeout,
+                    reply_timeout=reply_timeout,
+                    max_message_size=max_message_size,
+                    headers=headers,
+                    subprotocols=subprotocols,
+                    encoding=encoding,
+                    token=token,
+                )
             )
-        )
-        # The loop enforces the real timeouts; this outer bound only guards against a hang.
-        return cls(session, call_timeout=reply_timeout + connect_timeout + 5.0)
+        except BaseException:
+            loop.close()
+            raise
+        return cls(session, loop)
 
     @property
     def url(self) -> str:
@@ -397,7 +457,7 @@ class SyncSession:
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Blocking :meth:`Session.request`."""
-        return run_sync(self.session.request(message), self._call_timeout)
+        return self._loop.run(self.session.request(message))
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
         """A request whose reply must be an observation (reset, step).
@@ -415,9 +475,16 @@ class SyncSession:
         return reply
 
     def close(self) -> None:
-        """Close the session. Idempotent."""
-        if not self.session.closed:
-            run_sync(self.session.close(), 10.0)
+        """Close the session and its loop. Idempotent, never raises."""
+        if self._loop.closed:
+            return
+        try:
+            if not self.session.closed:
+                self._loop.run(self.session.close())
+        except RuntimeError:  # the loop cannot run here (e.g. during interpreter exit)
+            self.session.abort()
+        finally:
+            self._loop.close()
 
 
 __all__ = [
@@ -429,4 +496,6 @@ __all__ = [
     "SyncSession",
     "check_encoding",
     "exchange_many",
+    "receive_many",
+    "send_many",
 ]

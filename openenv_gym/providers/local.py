@@ -33,11 +33,11 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
 
+from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.client import is_healthy
 from openenv_gym.errors import ServerStartError
 from openenv_gym.providers.base import ServerProvider
 
-READY_PREFIX: Final = "OPENENV_GYM_READY "
 DEFAULT_STARTUP_TIMEOUT: Final = 60.0
 _LOG_LINES: Final = 200
 

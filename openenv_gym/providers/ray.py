@@ -18,7 +18,9 @@ the driver's death, the loss of the node). A vector env sees a lost server as a
 from Ray (on any live node) and reopens the sessions there.
 
 Ray itself is the user's: call ``ray.init(address=...)`` first (the ``[ray]`` extra installs
-it, and every node needs openenv-gym installed too).
+it, and every node needs openenv-gym installed too). A server that binds a node's
+non-loopback IP requires a bearer token (the server's bind policy): the driver's ``token=``
+or ``OPENENV_TOKEN`` is handed to it, and the vector env's sessions send the same.
 
 Example:
     >>> import ray  # doctest: +SKIP
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import ipaddress
 import logging
 import os
 import sys
@@ -211,7 +212,6 @@ class RayServer(ServerProvider):
                 self.stop()
                 raise
         self._location = location
-        self._warn_if_open(location)
         return location.url
 
     @property
@@ -236,7 +236,8 @@ class RayServer(ServerProvider):
                 "placement_timeout"
             ) from None
         self._placed = True
-        env = {TOKEN_ENV_VAR: self.token} if self.token is not None else {}
+        token = self.token if self.token is not None else os.environ.get(TOKEN_ENV_VAR)
+        env = {TOKEN_ENV_VAR: token} if token else {}
         ref = actor.start.remote(self.serve_args, self.fleet.host, env, self.startup_timeout)
         try:
             location: ServerLocation = ray.get(ref, timeout=self.startup_timeout + 30.0)
@@ -256,19 +257,6 @@ class RayServer(ServerProvider):
             ) from None
         del node_id
         return location
-
-    def _warn_if_open(self, location: ServerLocation) -> None:
-        try:
-            loopback = ipaddress.ip_address(location.node_ip).is_loopback
-        except ValueError:
-            loopback = False
-        if self.token is None and not loopback:
-            logger.warning(
-                "the server at %s accepts any client that reaches %s; pass token=... to the "
-                "env to have it require a bearer token",
-                location.url,
-                location.node_ip,
-            )
 
     def stop(self) -> None:
         """Stop the server, then kill its actor. Idempotent; never raises."""
@@ -305,7 +293,8 @@ class RayFleet(FleetProvider):
             ``"DEFAULT"``, or a Ray strategy object
             (``NodeAffinitySchedulingStrategy``, ``PlacementGroupSchedulingStrategy``).
         host: The address every server binds; ``None`` binds its node's IP (what the driver
-            reaches; keep a token on networks others share).
+            reaches). Beyond loopback a server requires a token: pass ``token=...`` to the
+            env, or set ``OPENENV_TOKEN`` in the driver (servers get it from there).
         placement_timeout: Seconds to wait for a node to take a server's actor.
         stop_timeout: Seconds a stopping server gets before its actor is killed.
         actor_options: More ``ActorClass.options(...)`` of the server actors

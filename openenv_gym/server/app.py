@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
+from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.server.environment import Environment
@@ -65,6 +66,16 @@ def select_subprotocol(
         if accepted in offered:
             return Subprotocol(accepted)
     return None
+
+
+#: Handshake response header naming the server process that took the connection: a batching
+#: client spreads its connections over a multi-worker server's processes with it.
+WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
+
+
+def name_worker(connection: ServerConnection, request: Request, response: Response) -> None:
+    """The websockets ``process_response`` hook: add :data:`WORKER_HEADER` (this pid)."""
+    response.headers[WORKER_HEADER] = str(os.getpid())
 
 
 def format_url(host: str, port: int) -> str:
@@ -139,6 +150,9 @@ class OpenEnvServer:
         self._stop_task: asyncio.Task[None] | None = None
         self.host: str | None = None
         self.port: int | None = None
+        #: Processes serving this port (a :class:`~openenv_gym.server.workers.WorkerGroup`
+        #: sets it in each worker).
+        self.workers = 1
 
     @property
     def url(self) -> str:
@@ -158,9 +172,15 @@ class OpenEnvServer:
 
     def capacity(self) -> dict[str, int]:
         """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A,
-        "pid": P}`` (counts over all worker processes; ``pid`` of the answering worker)."""
+        "workers": W, "pid": P}`` (counts over all ``W`` worker processes; ``pid`` of the
+        answering worker). A batching client opens one connection per worker."""
         budget = self.sessions.budget
-        return {"max_sessions": budget.limit, "active_sessions": budget.active, "pid": os.getpid()}
+        return {
+            "max_sessions": budget.limit,
+            "active_sessions": budget.active,
+            "workers": self.workers,
+            "pid": os.getpid(),
+        }
 
     async def start(
         self,
@@ -188,6 +208,7 @@ class OpenEnvServer:
             host,
             port,
             process_request=self.routes.process_request,
+            process_response=name_worker,
             select_subprotocol=select_subprotocol,
             compression=None,
             max_size=HARD_CAP_FACTOR * self.max_message_size,
@@ -200,6 +221,7 @@ class OpenEnvServer:
                 self.sessions.handle,
                 unix_path,
                 process_request=self.routes.process_request,
+                process_response=name_worker,
                 select_subprotocol=select_subprotocol,
                 compression=None,
                 max_size=HARD_CAP_FACTOR * self.max_message_size,
@@ -298,6 +320,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
+    "WORKER_HEADER",
     "OpenEnvServer",
     "format_url",
     "select_subprotocol",

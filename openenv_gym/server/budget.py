@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import multiprocessing
 from multiprocessing.context import BaseContext
 from typing import Any, Protocol
@@ -57,27 +58,56 @@ class LocalSessionBudget:
 
 
 class SharedSessionBudget:
-    """A budget shared by the worker processes forked from the process that made it."""
+    """A budget shared by the worker processes forked from the process that made it.
 
-    def __init__(self, limit: int, context: BaseContext | None = None) -> None:
+    Each worker counts its sessions in its own slot (:meth:`for_worker`); the limit bounds
+    the sum. When a worker dies, the parent :meth:`clear` s its slot, so the sessions it held
+    do not keep their slots forever.
+
+    Example:
+        >>> budget = SharedSessionBudget(2, slots=2)
+        >>> first, second = budget.for_worker(0), budget.for_worker(1)
+        >>> first.try_acquire(), second.try_acquire(), second.try_acquire(), budget.active
+        (True, True, False, 2)
+        >>> budget.clear(0); budget.active
+        1
+    """
+
+    def __init__(self, limit: int, context: BaseContext | None = None, *, slots: int = 1) -> None:
         self.limit = limit
         ctx: Any = context or multiprocessing.get_context("fork")
-        self._count = ctx.Value("i", 0)
+        self._counts = ctx.Array("i", slots)
+        self._slot = 0
+
+    def for_worker(self, slot: int) -> SharedSessionBudget:
+        """The same budget, counting this process's sessions in ``slot``."""
+        view = copy.copy(self)
+        view._slot = slot
+        return view
 
     def try_acquire(self) -> bool:
-        with self._count.get_lock():
-            if self._count.value >= self.limit:
+        with self._counts.get_lock():
+            if sum(self._counts) >= self.limit:
                 return False
-            self._count.value += 1
+            self._counts[self._slot] += 1
             return True
 
     def release(self) -> None:
-        with self._count.get_lock():
-            self._count.value = max(0, self._count.value - 1)
+        with self._counts.get_lock():
+            self._counts[self._slot] = max(0, self._counts[self._slot] - 1)
+
+    def sessions_of(self, slot: int) -> int:
+        """The sessions counted in ``slot``."""
+        return int(self._counts[slot])
+
+    def clear(self, slot: int) -> None:
+        """Forget the sessions counted in ``slot`` (its worker died)."""
+        with self._counts.get_lock():
+            self._counts[slot] = 0
 
     @property
     def active(self) -> int:
-        return int(self._count.value)
+        return int(sum(self._counts))
 
 
 __all__ = ["LocalSessionBudget", "SessionBudget", "SharedSessionBudget"]

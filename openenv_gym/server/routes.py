@@ -10,6 +10,12 @@ response and the connection is closed (no keep-alive):
   schema, as the official server sends by default)
 * ``GET /metadata`` -> the ``EnvironmentMetadata`` fields, nulls included
 * ``GET /state``    -> the state of a freshly built environment (as the official server does)
+
+``/metadata`` (when no metadata is given) and ``/state`` build an environment, which may take
+long (an Atari emulator: ~90 ms): that happens once, in a worker thread, never on the event
+loop, and the answer is kept, so these routes cost a dictionary lookup afterwards and cannot
+slow the sessions of the server down however often they are called. (Every fresh environment
+has the same initial state, so one answer serves all.)
 * ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A}`` (our extension, added by
   :class:`~openenv_gym.server.OpenEnvServer`; clients use it before opening many sessions)
 * anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
@@ -25,12 +31,13 @@ response). Every official client steps over ``/ws``, which is served in full.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import hmac
 import http
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -38,6 +45,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from openenv_gym.server.bind_policy import check_token
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 from openenv_gym.wire.messages import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
@@ -78,6 +86,9 @@ class HttpRoutes:
         state_type: Its JSON Schema is ``/schema``'s ``state``.
         metadata: What ``/metadata`` answers; asked from a fresh environment (once) if ``None``.
         token: The bearer token every route but ``/health`` requires; ``None``: no check.
+
+    Raises:
+        InsecureBindError: ``token`` is empty (it would check nothing).
     """
 
     def __init__(
@@ -90,8 +101,9 @@ class HttpRoutes:
         metadata: EnvironmentMetadata | None = None,
         token: str | None = None,
     ) -> None:
+        check_token(token)
         self._env_factory = env_factory
-        self._token = token.encode() if token else None
+        self._token = token.encode() if token is not None else None
         self._schema = {
             "action": action_type.model_json_schema(),
             "observation": observation_type.model_json_schema(),
@@ -102,9 +114,15 @@ class HttpRoutes:
         self._routes: dict[str, Callable[[], Any]] = {
             HEALTH_PATH: lambda: {"status": "healthy"},
             SCHEMA_PATH: lambda: self._schema,
+        }
+        #: Routes that build an environment: run once in a thread, then answered from here.
+        self._built_routes: dict[str, Callable[[], Any]] = {
             METADATA_PATH: self._get_metadata,
             STATE_PATH: self._get_state,
         }
+        self._built: dict[str, asyncio.Future[Any]] = {}
+        if metadata is not None:
+            self._routes[METADATA_PATH] = self._get_metadata
 
     def add_route(self, path: str, handler: Callable[[], Any]) -> None:
         """Serve ``GET path`` with the JSON of ``handler()`` (e.g. ``/capacity``)."""
@@ -116,7 +134,7 @@ class HttpRoutes:
         return self._schema
 
     def _get_metadata(self) -> dict[str, Any]:
-        if self._metadata is None:
+        if self._metadata is None:  # in a worker thread (see _answer_built)
             env = self._env_factory()
             try:
                 self._metadata = env.get_metadata()
@@ -139,8 +157,27 @@ class HttpRoutes:
             return False
         return hmac.compare_digest(given.strip().encode(), self._token)
 
-    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        """The websockets ``process_request`` hook: a response, or ``None`` to open a session."""
+    async def _answer_built(self, path: str) -> Response:
+        """Answer a route that builds an environment: built once off the loop, then kept."""
+        future = self._built.get(path)
+        if future is None or (future.done() and future.exception() is not None):
+            future = asyncio.ensure_future(asyncio.to_thread(self._built_routes[path]))
+            self._built[path] = future
+        try:
+            body = await asyncio.shield(future)
+        except Exception as exc:
+            logger.warning("GET %s failed: %s: %s", path, type(exc).__name__, exc)
+            logger.debug("traceback of the failure above", exc_info=exc)
+            return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
+        return json_response(200, body)
+
+    def process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
+        """The websockets ``process_request`` hook: a response, or ``None`` to open a session.
+
+        Routes that build an environment answer with an awaitable (websockets awaits it).
+        """
         path = request.path.split("?", 1)[0]
         if self._token is not None and path != HEALTH_PATH and not self._authorized(request):
             logger.info("refused %s: missing or wrong bearer token", path)
@@ -157,6 +194,8 @@ class HttpRoutes:
                 return None
             return json_response(404, {"detail": "Not Found"})
         route = self._routes.get(path)
+        if route is None and path in self._built_routes:
+            return self._answer_built(path)
         if route is None:
             if path == WS_PATH:
                 return json_response(
@@ -166,7 +205,8 @@ class HttpRoutes:
         try:
             return json_response(200, route())
         except Exception as exc:
-            logger.warning("GET %s failed", path, exc_info=True)
+            logger.warning("GET %s failed: %s: %s", path, type(exc).__name__, exc)
+            logger.debug("traceback of the failure above", exc_info=True)
             return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
 
 

@@ -8,15 +8,24 @@ accepted it. The session budget (``--max-sessions``) is one counter in shared me
 (:class:`~openenv_gym.server.budget.SharedSessionBudget`), so ``GET /capacity`` is true
 whichever worker answers; it also names the answering worker's ``pid``.
 
-The parent prints the READY line once every worker listens, and stops them all (SIGTERM,
-then SIGKILL) when it is told to stop or one of them dies. Workers stop when the parent dies.
+The parent prints the READY line once every worker listens, then supervises: a worker that
+dies (a crash, ``kill -9``, the OOM killer) is logged at WARNING with how it died and how many
+sessions it dropped, its slots in the session budget are freed, and it is restarted on the
+same port (and Unix socket). Its sessions' connections were closed by the kernel with the
+process: clients see the connection drop (no close frame) and a reconnecting vector env
+reopens them. A worker dying more than :data:`DEFAULT_MAX_RESTARTS` times within
+:data:`DEFAULT_RESTART_WINDOW` seconds stops the server with exit code 1, never 0. On a
+stop request the parent stops them all (SIGTERM, then SIGKILL). Workers stop when the
+parent dies.
 
 Linux only (``SO_REUSEPORT`` with load balancing, and ``fork``).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import logging
 import multiprocessing
 import os
 import queue
@@ -28,11 +37,18 @@ from collections.abc import Callable
 from multiprocessing.context import ForkProcess
 from typing import Any, Final
 
+from openenv_gym.errors import ServerWorkerError
 from openenv_gym.server.app import OpenEnvServer
 from openenv_gym.server.budget import SharedSessionBudget
 
 #: Seconds the workers get to build their server and listen.
 DEFAULT_WORKER_STARTUP_TIMEOUT: Final = 120.0
+#: A dead worker is restarted, up to this many times within DEFAULT_RESTART_WINDOW seconds;
+#: one more death stops the whole server with exit code 1.
+DEFAULT_MAX_RESTARTS: Final = 5
+DEFAULT_RESTART_WINDOW: Final = 60.0
+
+logger = logging.getLogger("openenv_gym.server")
 
 
 def resolve_workers(value: str | int) -> int:
@@ -78,10 +94,12 @@ def _worker_main(
     ready: Any,
     parent_pid: int,
     unix_path: str | None = None,
+    workers: int = 1,
 ) -> None:
     try:
         server = build()
         server.sessions.budget = budget
+        server.workers = workers
 
         def watch_parent() -> None:
             while os.getppid() == parent_pid:
@@ -101,14 +119,44 @@ def _worker_main(
         raise SystemExit(1) from None
 
 
+class _WorkerDiedError(RuntimeError):
+    """A worker died before it listened."""
+
+    def __init__(self, process: ForkProcess) -> None:
+        super().__init__(
+            f"server worker {process.pid} {describe_exit(process.exitcode)} before it listened"
+        )
+        self.process = process
+
+
+class _StopRequestedError(Exception):
+    """The server was asked to stop while a worker was starting."""
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``exited with code 3`` / ``was killed by signal 9 (SIGKILL)``."""
+    if exitcode is None:
+        return "is still running"
+    if exitcode < 0:
+        try:
+            name = f" ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            name = ""
+        return f"was killed by signal {-exitcode}{name}"
+    return f"exited with code {exitcode}"
+
+
 class WorkerGroup:
-    """K forked server processes listening on one port.
+    """K forked server processes listening on one port, restarted when they die.
 
     Args:
         build: Builds the server in each worker (called after the fork).
         workers: How many processes.
         max_sessions: The session budget shared by all of them.
-        startup_timeout: Seconds for every worker to listen.
+        startup_timeout: Seconds for a worker to listen.
+        max_restarts: Restarts allowed within ``restart_window`` seconds; one more death
+            stops the server with :class:`~openenv_gym.errors.ServerWorkerError`.
+        restart_window: See ``max_restarts``.
     """
 
     def __init__(
@@ -118,14 +166,22 @@ class WorkerGroup:
         workers: int,
         max_sessions: int,
         startup_timeout: float = DEFAULT_WORKER_STARTUP_TIMEOUT,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_window: float = DEFAULT_RESTART_WINDOW,
     ) -> None:
         self._build = build
         self.workers = workers
         self._context = multiprocessing.get_context("fork")
-        self.budget = SharedSessionBudget(max_sessions, self._context)
+        self.budget = SharedSessionBudget(max_sessions, self._context, slots=workers)
         self._startup_timeout = startup_timeout
+        self.max_restarts = max_restarts
+        self.restart_window = restart_window
         self._processes: list[ForkProcess] = []
         self._reserved: socket.socket | None = None
+        self._ready: Any = None
+        self._host = ""
+        self._unix_paths: list[str] | None = None
+        self._restarts: collections.deque[float] = collections.deque()
         self.port: int | None = None
         self.pids: list[int] = []
 
@@ -139,37 +195,128 @@ class WorkerGroup:
         """
         self._reserved = _reserve_port(host, port)
         self.port = int(self._reserved.getsockname()[1])
-        ready = self._context.Queue()
-        for k in range(self.workers):
-            unix_path = unix_paths[k] if unix_paths else None
-            process = self._context.Process(
-                target=_worker_main,
-                args=(self._build, self.budget, host, self.port, ready, os.getpid(), unix_path),
-                daemon=True,
-            )
-            process.start()
-            self._processes.append(process)
-        deadline = time.monotonic() + self._startup_timeout
-        while len(self.pids) < self.workers:
-            try:
-                kind, pid, detail = ready.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                self.stop()
-                raise RuntimeError(
-                    f"{self.workers - len(self.pids)} of {self.workers} server workers did not "
-                    f"listen within {self._startup_timeout:g}s"
-                ) from None
-            if kind == "error":
-                self.stop()
-                raise RuntimeError(f"server worker {pid} failed: {detail}")
-            self.pids.append(int(pid))
+        self._host, self._unix_paths = host, unix_paths
+        self._ready = self._context.Queue()
+        self._processes = [self._spawn(k) for k in range(self.workers)]
+        try:
+            self.pids = self._await_ready(self._processes)
+        except (RuntimeError, _StopRequestedError):
+            self.stop()
+            raise
         return self.port
 
+    def _spawn(self, slot: int) -> ForkProcess:
+        unix_path = self._unix_paths[slot] if self._unix_paths else None
+        process = self._context.Process(
+            target=_worker_main,
+            args=(
+                self._build,
+                self.budget.for_worker(slot),
+                self._host,
+                self.port,
+                self._ready,
+                os.getpid(),
+                unix_path,
+                self.workers,
+            ),
+            name=f"openenv-gym-worker-{slot}",
+            daemon=True,
+        )
+        process.start()
+        return process
+
+    def _await_ready(
+        self, processes: list[ForkProcess], stop: threading.Event | None = None
+    ) -> list[int]:
+        """The pids of ``processes`` in order, once each listens (reports of others: skipped).
+
+        Raises:
+            RuntimeError: One failed to build or bind, or did not listen in time.
+            _WorkerDiedError: One died before it listened.
+            _StopRequestedError: ``stop`` was set meanwhile.
+        """
+        expected = {p.pid for p in processes}
+        pids: list[int] = []
+        deadline = time.monotonic() + self._startup_timeout
+        while len(pids) < len(processes):
+            try:
+                kind, pid, detail = self._ready.get(timeout=0.2)
+            except queue.Empty:
+                if stop is not None and stop.is_set():
+                    raise _StopRequestedError from None
+                for process in processes:
+                    if process.pid not in pids and not process.is_alive():
+                        raise _WorkerDiedError(process) from None
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{len(processes) - len(pids)} of {len(processes)} server workers did "
+                        f"not listen within {self._startup_timeout:g}s"
+                    ) from None
+                continue
+            if pid not in expected:  # e.g. the last words of a worker that died serving
+                continue
+            if kind == "error":
+                raise RuntimeError(f"server worker {pid} failed: {detail}")
+            pids.append(int(pid))
+        return sorted(pids, key=[p.pid for p in processes].index)
+
     def wait(self, stop: threading.Event) -> None:
-        """Block until ``stop`` is set or a worker exits."""
-        while not stop.wait(0.2):
-            if any(not p.is_alive() for p in self._processes):
-                return
+        """Serve until ``stop`` is set, restarting workers that die.
+
+        Raises:
+            ServerWorkerError: Workers died more than ``max_restarts`` times within
+                ``restart_window`` seconds, or a restarted worker failed to build or listen.
+        """
+        try:
+            while not stop.wait(0.2):
+                for slot, process in enumerate(self._processes):
+                    if not process.is_alive() and not stop.wait(0.05):
+                        self._restart(slot, process, stop)
+        except _StopRequestedError:
+            return
+
+    def _restart(self, slot: int, dead: ForkProcess, stop: threading.Event) -> None:
+        """Replace the dead worker of ``slot``; a replacement that dies too counts again."""
+        while True:
+            self._record_death(slot, dead)
+            self._processes[slot] = self._spawn(slot)
+            try:
+                (pid,) = self._await_ready([self._processes[slot]], stop)
+            except _WorkerDiedError as died:
+                dead = died.process
+                continue
+            except RuntimeError as exc:
+                raise ServerWorkerError(
+                    f"server worker {slot} could not be restarted: {exc}"
+                ) from exc
+            self.pids[slot] = pid
+            logger.warning("server worker %d restarted (pid %d)", slot, pid)
+            return
+
+    def _record_death(self, slot: int, dead: ForkProcess) -> None:
+        """Log a worker's death and free its budget slot; give up past the restart budget."""
+        dead.join(0)
+        how = describe_exit(dead.exitcode)
+        dropped = self.budget.sessions_of(slot)
+        self.budget.clear(slot)
+        now = time.monotonic()
+        while self._restarts and self._restarts[0] < now - self.restart_window:
+            self._restarts.popleft()
+        if len(self._restarts) >= self.max_restarts:
+            logger.error("server worker %d (pid %s) %s; giving up", slot, dead.pid, how)
+            raise ServerWorkerError(
+                f"server worker {slot} (pid {dead.pid}) {how}, after {len(self._restarts)} "
+                f"restarts within {self.restart_window:g}s; the server stops. Its log above "
+                "names the cause (run with --log-level debug for tracebacks)."
+            )
+        self._restarts.append(now)
+        logger.warning(
+            "server worker %d (pid %s) %s; its %d session(s) were dropped; restarting it",
+            slot,
+            dead.pid,
+            how,
+            dropped,
+        )
 
     def stop(self, grace: float = 5.0) -> None:
         """Stop every worker (SIGTERM, then SIGKILL) and release the port. Idempotent."""
@@ -200,9 +347,13 @@ def run_workers(
     stop: threading.Event,
     unix_paths: list[str] | None = None,
 ) -> None:
-    """Serve with ``workers`` processes until ``stop`` is set (or a worker dies).
+    """Serve with ``workers`` processes until ``stop`` is set, restarting dead workers.
 
     With ``unix_paths`` worker k also serves on ``unix_paths[k]``.
+
+    Raises:
+        RuntimeError: The workers did not start.
+        ServerWorkerError: Workers kept dying (see :class:`WorkerGroup`).
     """
     group = WorkerGroup(build, workers=workers, max_sessions=max_sessions)
     try:
@@ -213,4 +364,12 @@ def run_workers(
         group.stop()
 
 
-__all__ = ["DEFAULT_WORKER_STARTUP_TIMEOUT", "WorkerGroup", "resolve_workers", "run_workers"]
+__all__ = [
+    "DEFAULT_MAX_RESTARTS",
+    "DEFAULT_RESTART_WINDOW",
+    "DEFAULT_WORKER_STARTUP_TIMEOUT",
+    "WorkerGroup",
+    "describe_exit",
+    "resolve_workers",
+    "run_workers",
+]

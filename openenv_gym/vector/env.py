@@ -1,14 +1,17 @@
 """``OpenEnvVectorEnv``: N remote OpenEnv sessions as one ``gymnasium.vector.VectorEnv``.
 
-All N sessions live on the process's one background event loop
-(:func:`openenv_gym.client.background_loop`). A ``step`` encodes the N actions, hands
-the whole batch to the loop thread in ONE hop, sends every frame before awaiting any
-reply (so the N round trips overlap), and writes the decoded observations into
-preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async` (send, return at
-once) followed by :meth:`~OpenEnvVectorEnv.step_wait` (collect), so a learner may compute
-while the servers step. Sessions are spread round-robin over one or several servers; before
-opening them the env checks that the servers can take them (``GET /capacity``, or
-``CAPACITY_REACHED`` while opening on official servers) and raises
+Against our servers, each connection carries several sessions (``openenv-gym.batch.v1``,
+one connection per server worker): a ``step`` sends ONE frame per connection with the
+actions of its sub-envs and gets one frame back (observation arrays stacked), autoreset
+included; against official servers each sub-env has a plain session of its own. All
+connections live on the env's own event loop, run in the caller's thread (no thread hop):
+a ``step`` encodes the N actions with the action codec, sends every frame before awaiting
+any reply (so the round trips overlap), and decodes the observations with the observation
+codec into preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async`
+(send, return at once) followed by :meth:`~OpenEnvVectorEnv.step_wait` (collect), so a
+learner may compute while the servers step. Sessions are spread round-robin over one or
+several servers; before opening them the env checks that the servers can take them
+(``GET /capacity``, or ``CAPACITY_REACHED`` while opening on official servers) and raises
 :class:`~openenv_gym.errors.InsufficientCapacityError` otherwise.
 
 Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`, exactly like
@@ -42,54 +45,33 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from openenv_gym.client import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_ENCODING,
-    ENCODINGS,
-    background_loop,
-    exchange_many,
-    run_sync,
-)
+from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS, Session
 from openenv_gym.env import reply_info
-from openenv_gym.errors import (
-    ActionOutOfSpaceError,
-    OpenEnvGymError,
-    ProtocolError,
-    ServerReplyError,
-    SubEnvError,
-    VectorUsageError,
-)
+from openenv_gym.errors import OpenEnvGymError, SubEnvError, VectorUsageError
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.fleet import (
-    STATE_FRAME,
+    Channel,
     Fleet,
+    Op,
+    Pending,
     check_base_urls,
     check_fleet,
     check_num_envs,
     check_sessions_per_server,
     make_template,
 )
-from openenv_gym.wire.binary import parse_frame
-from openenv_gym.wire.messages import (
-    ObservationReply,
-    encode_message,
-    reset_message,
-    step_message,
-)
+from openenv_gym.wire.batch import BatchResult
+from openenv_gym.wire.messages import reset_message
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
 RECONNECTED_KEY: Final = "reconnected"
@@ -152,7 +134,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
-        self._pending: tuple[concurrent.futures.Future[list[Any]], np.ndarray | None] | None = None
+        self._pending: tuple[Pending, np.ndarray | None] | None = None
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
@@ -196,32 +178,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             for i in range(num_envs):
                 url = urls[i % len(urls)].rstrip("/")
                 needed[url] = needed.get(url, 0) + 1
-            servers.check_capacity(needed, {})
+            servers.check_capacity(needed)
         template = make_template(id, urls, env_kwargs, encoding, server_fleet)
-        session, provider = template.detach()
-        first_url = template.base_url
+        provider = template.detach()
+        first_url = template.base_url.rstrip("/")
         if provider.owns_server:
             servers.providers[first_url] = provider
         servers.urls = [
             (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
         ]
         servers.urls[0] = first_url
-        if per_server < num_envs:
-            try:
-                servers.start_more_servers(id, env_kwargs, encoding, per_server)
-            except BaseException:
-                session.close()
-                for started in servers.providers.values():
-                    started.stop()
-                raise
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
         servers.set_options(template.connect_options)
-        servers.sessions = [session.session]
+        servers.truncated_key = self._observation_codec.truncated_key
         self._closed = False
         try:
-            servers.open_sessions(range(1, num_envs), check_capacity=urls is None, verify=[0])
+            if per_server < num_envs:
+                servers.start_more_servers(id, env_kwargs, encoding, per_server)
+            servers.open(range(num_envs), check_capacity=urls is None)
         except BaseException:
             self.close()
             raise
@@ -233,37 +209,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._observations: Any = create_empty_array(
             self.single_observation_space, num_envs, fn=np.zeros
         )
+        #: Box-like spaces batch into one array: rows are written in place.
+        self._stacked = isinstance(self._observations, np.ndarray)
         self._env_obs: list[Any] = [None] * num_envs
         self._rewards = np.zeros(num_envs, dtype=np.float64)
         self._terminations = np.zeros(num_envs, dtype=np.bool_)
         self._truncations = np.zeros(num_envs, dtype=np.bool_)
         self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
-        self._setup_fast_paths()
-
-    # ------------------------------------------------------------------ set-up
-
-    def _setup_fast_paths(self) -> None:
-        obs_space, obs_key = self.single_observation_space, self._observation_codec.key
-        self._row_length: int | None = None
-        if (
-            isinstance(obs_space, spaces.Box)
-            and len(obs_space.shape) == 1
-            and obs_key is not None
-            and isinstance(self._observations, np.ndarray)
-        ):
-            self._row_length = int(obs_space.shape[0])
-        act_space, act_key = self.single_action_space, self._action_codec.key
-        self._discrete_n: int | None = None
-        if isinstance(act_space, spaces.Discrete) and int(act_space.start) == 0 and act_key:
-            self._discrete_n = int(act_space.n)
-            self._step_prefix = '{"type":"step","data":{' + json.dumps(act_key) + ":"
-        reset_frame = encode_message(reset_message(**self._reset_kwargs))
-        self._plain_reset_frame = reset_frame
-        key = self._observation_codec.truncated_key
-        self._truncated_key = key
-        # The fields of a reply that carry no info (the observation, truncation, empty metadata).
-        self._quiet_fields = frozenset(k for k in (obs_key, key, "metadata") if k)
+        self._plain_reset = reset_message(**self._reset_kwargs)["data"]
+        obs_key, truncated_key = self._observation_codec.key, self._observation_codec.truncated_key
+        self._truncated_key = truncated_key
+        # The fields of a reply that carry no info (the observation, truncation, metadata).
+        self._quiet_fields = frozenset(k for k in (obs_key, truncated_key, "metadata") if k)
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -307,18 +265,13 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_open()
         self._drain_pending()
         indices = list(indices)
-        frames = [
-            encode_message(reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)}))
-            for seed, extra in zip(seeds, options, strict=True)
-        ]
-        replies = self._exchange(indices, frames, retry_frames=frames)
+        ops: list[Op | None] = [None] * self.num_envs
+        for i, seed, extra in zip(indices, seeds, options, strict=True):
+            data = reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)})["data"]
+            ops[i] = ("reset", data)
         infos: dict[str, Any] = {}
-        for i, reply in zip(indices, replies, strict=True):
-            assert reply is not None  # resets are retried after a reconnect
-            self._write_observation(i, reply)
-            info = self._info(reply)
-            if info:
-                infos = self._add_info(infos, info, i)
+        for channel, result in self._round_trip(ops):
+            infos = self._take_resets(channel, result, infos)
         self._finish_observations()
         self._terminations[indices] = False
         self._truncations[indices] = False
@@ -341,7 +294,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
-        """Send the N actions (one hop to the event loop) and return at once.
+        """Send the actions (one frame per connection) and return at once.
 
         The learner may compute while the servers step; :meth:`step_wait` collects.
 
@@ -354,23 +307,27 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if self._pending is not None:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
         resetting = self._autoreset_envs
-        if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
+        mode = self.autoreset_mode
+        if mode == AutoresetMode.DISABLED and resetting.any():
             ended = np.flatnonzero(resetting).tolist()
             raise VectorUsageError(
                 f"sub-envs {ended} ended at the last step and autoreset_mode is DISABLED: "
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
-        frames = self._step_frames(actions)
+        wires = self._action_codec.encode_batch(actions, self.num_envs)
+        ops: list[Op | None] = [("step", wire) for wire in wires]
         was_resetting: np.ndarray | None = None
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
+        if mode == AutoresetMode.NEXT_STEP and resetting.any():
             for i in np.flatnonzero(resetting).tolist():
-                frames[i] = self._plain_reset_frame
+                ops[i] = ("reset", self._plain_reset)
             was_resetting = resetting.copy()
-        future = asyncio.run_coroutine_threadsafe(
-            exchange_many(self._fleet.sessions, frames, self._fleet.reply_timeout),
-            background_loop(),
+        same_step = mode == AutoresetMode.SAME_STEP
+        limit = self._max_episode_steps
+        last = None if limit is None or not same_step else (self._elapsed + 1 >= limit).tolist()
+        pending = self._fleet.send(
+            ops, same_step_reset=self._plain_reset if same_step else None, last=last
         )
-        self._pending = (future, was_resetting)
+        self._pending = (pending, was_resetting)
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the replies of :meth:`step_async`; returns what :meth:`step` returns.
@@ -382,87 +339,120 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_open()
         if self._pending is None:
             raise VectorUsageError("step_wait() was called without step_async(actions) first")
-        future, was_resetting = self._pending
+        pending, was_resetting = self._pending
         self._pending = None
-        n = self.num_envs
-        indices = list(range(n))
-        replies = self._exchange(indices, [], retry_frames=None, pending=future)
+        results, reconnected = self._collect(pending, retry=None)
         infos: dict[str, Any] = {}
-        final_infos: dict[int, dict[str, Any]] = {}
-        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        rewards, terminations, truncations = self._rewards, self._terminations, self._truncations
-        truncated_key = self._truncated_key
-        elapsed = self._elapsed
-        limit = self._max_episode_steps
-        for i in indices:
-            reply = replies[i]
-            if reply is None:  # reconnected: the episode ends here, truncated
-                rewards[i] = 0.0
-                terminations[i] = False
-                truncations[i] = True
-                info: dict[str, Any] = {RECONNECTED_KEY: True}
+        ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
+        for channel, result in results:
+            infos = self._take_steps(channel, result, was_resetting, infos, ended)
+        for i in reconnected:  # the episode ends here, truncated
+            self._rewards[i] = 0.0
+            self._terminations[i] = False
+            self._truncations[i] = True
+            info: dict[str, Any] = {RECONNECTED_KEY: True}
+            if self.autoreset_mode == AutoresetMode.SAME_STEP:
+                ended[i] = info
             else:
-                self._write_observation(i, reply)
-                if was_resetting is not None and was_resetting[i]:
-                    rewards[i] = 0.0
-                    terminations[i] = False
-                    truncations[i] = False
-                    elapsed[i] = 0
-                else:
-                    observation = reply.observation
-                    truncated = bool(observation.get(truncated_key)) if truncated_key else False
-                    elapsed[i] += 1
-                    if limit is not None and elapsed[i] >= limit:
-                        truncated = True
-                    rewards[i] = 0.0 if reply.reward is None else reply.reward
-                    terminations[i] = reply.done and not truncated
-                    truncations[i] = truncated
-                info = self._info(reply)
-            if same_step and (terminations[i] or truncations[i]):
-                final_infos[i] = info
-            elif info:
                 infos = self._add_info(infos, info, i)
         self._finish_observations()
-        if final_infos:
-            infos = self._reset_ended_same_step(final_infos, infos)
-            self._autoreset_envs = np.zeros(n, dtype=np.bool_)
+        if ended:
+            infos = self._reset_ended_same_step(ended, infos)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
         else:
-            self._autoreset_envs = np.logical_or(terminations, truncations)
+            self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
         return (
             self._result_observations(),
-            np.copy(rewards),
-            np.copy(terminations),
-            np.copy(truncations),
+            np.copy(self._rewards),
+            np.copy(self._terminations),
+            np.copy(self._truncations),
             infos,
         )
+
+    def _take_steps(
+        self,
+        channel: Channel,
+        result: BatchResult,
+        was_resetting: np.ndarray | None,
+        infos: dict[str, Any],
+        ended: dict[int, dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Write one connection's step results; collect SAME_STEP episodes still to reset."""
+        indices = self._write_rows(channel, result)
+        rewards, terminations, truncations = self._rewards, self._terminations, self._truncations
+        elapsed, limit = self._elapsed, self._max_episode_steps
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        truncated_column = result.fields.get(self._truncated_key) if self._truncated_key else None
+        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
+        for k, i in enumerate(indices):
+            if was_resetting is not None and was_resetting[i]:
+                rewards[i] = 0.0
+                terminations[i] = False
+                truncations[i] = False
+                elapsed[i] = 0
+                if noisy:
+                    infos = self._add_row_info(infos, result, k, i)
+                continue
+            final = result.final.get(k)
+            if final is not None:  # ended and reset by the server in this round trip
+                truncated = bool(final.observation.get(self._truncated_key or "", False))
+                reward, done = final.reward, final.done
+            else:
+                truncated = bool(truncated_column[k]) if truncated_column is not None else False
+                reward, done = result.reward[k], result.done[k]
+            elapsed[i] += 1
+            if limit is not None and elapsed[i] >= limit:
+                truncated = True
+            rewards[i] = 0.0 if reward is None else reward
+            terminations[i] = done and not truncated
+            truncations[i] = truncated
+            if final is not None:
+                final_info = reply_info(self._observation_codec, final)
+                final_obs = self._decode_one(i, final.observation)
+                infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+                elapsed[i] = 0
+                if noisy:
+                    infos = self._add_row_info(infos, result, k, i)
+            elif same_step and (terminations[i] or truncations[i]):
+                ended[i] = self._row_info(result, k) if noisy else {}
+            elif noisy:
+                infos = self._add_row_info(infos, result, k, i)
+        return infos
+
+    def _take_resets(
+        self, channel: Channel, result: BatchResult, infos: dict[str, Any]
+    ) -> dict[str, Any]:
+        indices = self._write_rows(channel, result)
+        if result.metadata or not self._quiet_fields.issuperset(result.fields):
+            for k, i in enumerate(indices):
+                infos = self._add_row_info(infos, result, k, i)
+        return infos
 
     def _reset_ended_same_step(
         self, final_infos: dict[int, dict[str, Any]], infos: dict[str, Any]
     ) -> dict[str, Any]:
-        """SAME_STEP: reset the sub-envs that ended, in one more batch round trip."""
+        """SAME_STEP on connections whose server did not reset them (one more round trip)."""
         ended = sorted(final_infos)
         for i in ended:
             final = {"final_obs": self._observation_of(i), "final_info": final_infos[i]}
             infos = self._add_info(infos, final, i)
-        frames = [self._plain_reset_frame] * len(ended)
-        replies = self._exchange(ended, frames, retry_frames=frames)
-        for i, reply in zip(ended, replies, strict=True):
-            assert reply is not None  # resets are retried after a reconnect
-            self._write_observation(i, reply)
-            info = self._info(reply)
-            if info:
-                infos = self._add_info(infos, info, i)
-            self._elapsed[i] = 0
+        ops: list[Op | None] = [None] * self.num_envs
+        for i in ended:
+            ops[i] = ("reset", self._plain_reset)
+        for channel, result in self._round_trip(ops):
+            infos = self._take_resets(channel, result, infos)
+        self._elapsed[ended] = 0
         self._finish_observations()
         return infos
 
     def _drain_pending(self) -> None:
         """Wait out a step_async() nobody collected, so replies pair with their requests."""
         if self._pending is not None:
-            future, _ = self._pending
+            pending, _ = self._pending
             self._pending = None
             with contextlib.suppress(Exception):
-                future.result(self._fleet.call_timeout)
+                self._fleet.collect(pending)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
@@ -484,33 +474,28 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         """The server URL of each sub-env."""
         return list(self._fleet.urls)
 
+    @property
+    def connections(self) -> list[Session]:
+        """The open WebSocket connections (one per server worker when :attr:`batched`)."""
+        return self._fleet.sessions
+
+    @property
+    def batched(self) -> bool:
+        """Whether every sub-env shares a connection with others (``openenv-gym.batch.v1``:
+        one frame per connection per step)."""
+        return all(channel.batch for channel in self._fleet.channels)
+
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
         self._check_open()
         self._drain_pending()
-        indices = list(range(self.num_envs))
-        raws = run_sync(
-            exchange_many(
-                self._fleet.sessions, [STATE_FRAME] * self.num_envs, self._fleet.reply_timeout
-            ),
-            self._fleet.call_timeout,
-        )
-        states = []
-        for i in indices:
-            raw = raws[i]
-            if isinstance(raw, OpenEnvGymError):
-                raise self._sub_env_error(i, raw) from raw
-            reply = parse_frame(raw, url=self._fleet.sessions[i].url)
-            states.append(getattr(reply, "state", None) or dict(getattr(reply, "observation", {})))
-        return states
+        return self._fleet.states()
 
     # ------------------------------------------------------------------ internals
 
     def _check_open(self) -> None:
         if self._closed:
-            raise VectorUsageError(
-                "this vector env is closed; create a new one to go on",
-            )
+            raise VectorUsageError("this vector env is closed; create a new one to go on")
 
     def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -543,144 +528,91 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             raise VectorUsageError("options['reset_mask'] selects no sub-env; set at least one")
         return mask
 
-    def _step_frames(self, actions: Any) -> list[str]:
-        n = self.num_envs
-        discrete_n = self._discrete_n
-        if discrete_n is not None:
-            array = np.asarray(actions)
-            if (
-                array.shape == (n,)
-                and array.dtype.kind in "iu"
-                and (n == 0 or (int(array.min()) >= 0 and int(array.max()) < discrete_n))
-            ):
-                prefix = self._step_prefix
-                return [f"{prefix}{a}}}}}" for a in array.tolist()]
-        try:
-            per_env = list(iterate(self.action_space, actions))
-        except (TypeError, ValueError, IndexError, AssertionError) as exc:
-            raise ActionOutOfSpaceError(
-                f"expected a batch of {n} actions in {self.action_space}, got {actions!r:.200}"
-            ) from exc
-        if len(per_env) != n:
-            raise ActionOutOfSpaceError(
-                f"expected a batch of {n} actions in {self.action_space}, got {len(per_env)}"
-            )
-        frames = []
-        for i, action in enumerate(per_env):
-            try:
-                wire = self._action_codec.encode(action)
-            except ActionOutOfSpaceError as exc:
-                raise ActionOutOfSpaceError(f"sub-env {i}: {exc}", field=exc.field) from exc
-            frames.append(encode_message(step_message(wire)))
-        return frames
+    def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
+        """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets
+        sent again when ``reconnect`` is on."""
+        results, _ = self._collect(self._fleet.send(ops), retry=ops)
+        return results
 
-    def _exchange(
-        self,
-        indices: list[int],
-        frames: list[str],
-        *,
-        retry_frames: list[str] | None,
-        pending: concurrent.futures.Future[list[Any]] | None = None,
-    ) -> list[ObservationReply | None]:
-        """One batch round trip for ``indices``; ``None`` marks a reconnected sub-env.
+    def _collect(
+        self, pending: Pending, *, retry: list[Op | None] | None
+    ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
+        """The results of ``pending`` and the sub-envs whose connection was reopened.
 
-        With ``retry_frames`` (resets) the frame is sent again on the reopened session.
-        With ``pending`` the frames were already sent (:meth:`step_async`): collect only.
+        With ``retry`` (resets), the reopened sub-envs get their op again (a plain reset when
+        they had none) and their results are among those returned.
         """
-        sessions = self._fleet.sessions
-        if pending is None:
-            raws = run_sync(
-                exchange_many([sessions[i] for i in indices], frames, self._fleet.reply_timeout),
-                self._fleet.call_timeout,
-            )
-        else:
-            raws = pending.result(self._fleet.call_timeout)
-        replies: list[ObservationReply | None] = []
-        broken: list[int] = []
-        for k, (i, raw) in enumerate(zip(indices, raws, strict=True)):
-            if isinstance(raw, OpenEnvGymError):
-                if not self.reconnect:
-                    raise self._sub_env_error(i, raw) from raw
-                broken.append(k)
-                replies.append(None)
-                continue
-            replies.append(self._parse(i, raw))
-        if broken:
-            self._fleet.reconnect([indices[k] for k in broken])
-            if retry_frames is not None:
-                again = self._exchange(
-                    [indices[k] for k in broken],
-                    [retry_frames[k] for k in broken],
-                    retry_frames=None,
-                )
-                for k, reply in zip(broken, again, strict=True):
-                    if reply is None:
-                        raise self._sub_env_error(indices[k], raws[k])  # type: ignore[arg-type]
-                    replies[k] = reply
-        return replies
-
-    def _parse(self, index: int, raw: str | bytes) -> ObservationReply:
-        url = self._fleet.sessions[index].url
-        try:
-            reply = parse_frame(raw, url=url)
-        except (ServerReplyError, ProtocolError) as exc:
-            exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
-            raise
-        if not isinstance(reply, ObservationReply):
-            raise ProtocolError(
-                f"expected an 'observation' reply from sub-env {index} at {url}, got a 'state' "
-                "reply",
-                received=reply,
-            )
-        return reply
+        results, broken = self._fleet.collect(pending)
+        if not broken:
+            return results, []
+        if not self.reconnect:
+            channel, cause = broken[0]
+            raise self._sub_env_error(channel.indices[0], cause) from cause
+        reopened = self._fleet.reconnect(
+            [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
+        )
+        if retry is None:
+            return results, reopened
+        again: list[Op | None] = [None] * self.num_envs
+        for i in reopened:
+            again[i] = retry[i] or ("reset", self._plain_reset)
+        more, still_broken = self._fleet.collect(self._fleet.send(again))
+        if still_broken:
+            channel, cause = still_broken[0]
+            raise self._fleet.sub_env_error(channel.indices[0], cause, reconnect=True) from cause
+        return results + more, []
 
     def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
         return self._fleet.sub_env_error(index, cause, reconnect=self.reconnect)
 
-    def _write_observation(self, index: int, reply: ObservationReply) -> None:
-        row = self._row_length
-        if row is not None:
-            value = reply.observation.get(self._observation_codec.key)  # type: ignore[arg-type]
-            if (type(value) is list or type(value) is np.ndarray) and len(value) == row:
-                try:
-                    self._observations[index] = value
-                    return
-                except (TypeError, ValueError):
-                    pass  # the codec names the problem below
-            self._observations[index] = self._decode(index, reply)
-            return
-        self._env_obs[index] = self._decode(index, reply)
-
-    def _decode(self, index: int, reply: ObservationReply) -> Any:
+    def _write_rows(self, channel: Channel, result: BatchResult) -> list[int]:
+        """Decode one connection's observations into the batch buffer; their sub-envs."""
+        indices = [channel.indices[k] for k in result.indices]
         try:
-            return self._observation_codec.decode(reply.observation)
+            decoded = self._observation_codec.decode_batch(result.fields, len(indices))
+        except OpenEnvGymError as exc:
+            url = self._fleet.urls[indices[0]]
+            exc.add_note(f"(from sub-envs {indices} of the vector env, at {url})")
+            raise
+        if self._stacked:
+            if len(indices) == 1:
+                self._observations[indices[0]] = decoded[0]
+            else:
+                self._observations[indices] = decoded
+        else:
+            for k, i in enumerate(indices):
+                self._env_obs[i] = decoded[k]
+        return indices
+
+    def _decode_one(self, index: int, observation: Mapping[str, Any]) -> Any:
+        try:
+            return self._observation_codec.decode(observation)
         except OpenEnvGymError as exc:
             exc.add_note(f"(from sub-env {index} of the vector env, at {self._fleet.urls[index]})")
             raise
 
     def _finish_observations(self) -> None:
-        if self._row_length is None and all(o is not None for o in self._env_obs):
+        if not self._stacked and all(o is not None for o in self._env_obs):
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
 
     def _observation_of(self, index: int) -> Any:
-        if self._row_length is not None:
+        if self._stacked:
             return np.array(self._observations[index])
         return copy.deepcopy(self._env_obs[index])
 
     def _result_observations(self) -> Any:
         return copy.deepcopy(self._observations) if self.copy else self._observations
 
-    def _info(self, reply: ObservationReply) -> dict[str, Any]:
-        observation = reply.observation
-        if (
-            not reply.metadata
-            and self._quiet_fields.issuperset(observation)
-            and not observation.get("metadata")
-        ):
-            return {}
-        return reply_info(self._observation_codec, reply)
+    def _row_info(self, result: BatchResult, position: int) -> dict[str, Any]:
+        return reply_info(self._observation_codec, result.reply(position))
+
+    def _add_row_info(
+        self, infos: dict[str, Any], result: BatchResult, position: int, index: int
+    ) -> dict[str, Any]:
+        info = self._row_info(result, position)
+        return self._add_info(infos, info, index) if info else infos
 
     def __repr__(self) -> str:
         servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []

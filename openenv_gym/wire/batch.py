@@ -82,6 +82,7 @@ __all__ = [
     "batch_open_message",
     "batch_state_message",
     "batch_step_message",
+    "check_batch_opened",
     "encode_batch_result",
     "parse_batch_open",
     "parse_batch_result",
@@ -133,10 +134,24 @@ class BatchResult:
     metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
     final: dict[int, ObservationReply] = field(default_factory=dict)
 
+    #: Whether the observations have a ``metadata`` field (sent apart, non-empty only).
+    metadata_field: bool = False
+
+    @classmethod
+    def of_reply(cls, reply: ObservationReply) -> BatchResult:
+        """A one-row result holding a plain reply."""
+        return cls(
+            [0],
+            {key: [value] for key, value in reply.observation.items()},
+            [reply.reward],
+            [reply.done],
+            {0: reply.metadata} if reply.metadata else {},
+        )
+
     def observation(self, position: int) -> dict[str, Any]:
         """The observation object of one position, as a plain reply would carry it."""
         row = {key: value[position] for key, value in self.fields.items()}
-        if _METADATA in row or self.metadata:
+        if self.metadata_field:
             row[_METADATA] = self.metadata.get(position, {})
         return row
 
@@ -194,7 +209,8 @@ def parse_batch_result(raw: str | bytes, *, url: str | None = None) -> BatchResu
         if not all(isinstance(d, bool) for d in done):
             raise ValueError("'done' holds a non-boolean")
         rewards = [None if r is None else float(r) for r in reward]
-        metadata = {int(k): v for k, v in (data.get(_METADATA) or {}).items()}
+        sent_metadata = data.get(_METADATA)
+        metadata = {int(k): v for k, v in (sent_metadata or {}).items()}
         final: dict[int, ObservationReply] = {}
         for k, reply in (data.get("final") or {}).items():
             parsed = parse_server_object({"type": MessageType.OBSERVATION, "data": reply}, url=url)
@@ -202,7 +218,34 @@ def parse_batch_result(raw: str | bytes, *, url: str | None = None) -> BatchResu
             final[int(k)] = parsed
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(f"it is malformed ({exc})", data) from exc
-    return BatchResult(indices, fields, rewards, list(done), metadata, final)
+    return BatchResult(
+        indices, fields, rewards, list(done), metadata, final, sent_metadata is not None
+    )
+
+
+def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = None) -> None:
+    """Check the reply to ``batch_open``.
+
+    Raises:
+        CapacityReachedError: The server has not that many free session slots.
+        ServerReplyError: Another ``error`` (e.g. ``FACTORY_ERROR``).
+        ProtocolError: Not a ``batch_opened`` for ``sessions`` sessions.
+    """
+    message = _decode_any(raw)
+    if isinstance(message, dict) and message.get("type") == MessageType.ERROR:
+        data = message.get("data")
+        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
+    if not (
+        isinstance(message, dict)
+        and message.get("type") == BATCH_OPENED
+        and isinstance(message.get("data"), dict)
+        and message["data"].get("sessions") == sessions
+    ):
+        raise ProtocolError(
+            f"expected {{'type': {BATCH_OPENED!r}, 'data': {{'sessions': {sessions}}}}}, got "
+            f"{str(message)[:200]}",
+            received=message,
+        )
 
 
 def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:
@@ -304,7 +347,7 @@ def encode_batch_result(
     observations = [d["observation"] for d in datas]
     stacked: dict[str, Any] = {}
     arrays: list[tuple[Sequence[str], Any]] = []
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] | None = None
     keys = list(observations[0]) if observations else []
     for key in keys:
         values = [o.get(key) for o in observations]

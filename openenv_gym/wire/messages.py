@@ -40,9 +40,6 @@ STATE_PATH: Final = "/state"
 #: Our extension (official servers answer 404): {"max_sessions": M, "active_sessions": A}.
 CAPACITY_PATH: Final = "/capacity"
 
-#: Keys of the official Observation base model that are not part of the observation proper.
-OBSERVATION_ENVELOPE_FIELDS: Final = frozenset({"reward", "done", "metadata"})
-
 
 class ErrorCode(StrEnum):
     """The error codes of the official protocol (``WSErrorCode``)."""

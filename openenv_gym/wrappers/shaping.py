@@ -35,20 +35,30 @@ Example:
 from __future__ import annotations
 
 import importlib
-import json
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictStr,
+    model_validator,
+)
 
 from openenv_gym.errors import WrapperConfigError
+from openenv_gym.validation import load_config, validate
+from openenv_gym.wrappers.episodes import EpisodeTracker
+from openenv_gym.wrappers.fields import check_scalar_field, read_field
 
 RAW_REWARD_KEY: Final = "raw_reward"
 
@@ -114,47 +124,6 @@ class Clip(RewardTerm):
         return min(max(reward, self.low), self.high)
 
 
-def _read_field(value: Any, key: str | int, where: str) -> Any:
-    if isinstance(key, str):
-        if not isinstance(value, Mapping) or key not in value:
-            raise KeyError(f"{where} has no field {key!r}")
-        return value[key]
-    return np.asarray(value).reshape(-1)[key]
-
-
-def _check_field(space: spaces.Space[Any], key: str | int, path: str) -> None:
-    if isinstance(key, str):
-        if not isinstance(space, spaces.Dict) or key not in space.spaces:
-            names = list(space.spaces) if isinstance(space, spaces.Dict) else []
-            raise WrapperConfigError(
-                f"{path}: observation field {key!r} does not exist; expected one of {names} "
-                f"(the observation space is {space})",
-                path=path,
-            )
-        sub = space.spaces[key]
-        if not isinstance(sub, spaces.Discrete | spaces.Box) or (
-            isinstance(sub, spaces.Box) and sub.shape not in ((), (1,))
-        ):
-            raise WrapperConfigError(
-                f"{path}: observation field {key!r} is {sub}, expected a scalar "
-                "(Discrete, or a Box of shape () or (1,))",
-                path=path,
-            )
-        return
-    if not isinstance(space, spaces.Box | spaces.Discrete):
-        raise WrapperConfigError(
-            f"{path}: an integer index needs a Box or Discrete observation space, got {space}; "
-            "use a field name for Dict observations",
-            path=path,
-        )
-    size = int(np.prod(space.shape)) if isinstance(space, spaces.Box) else 1
-    if not -size <= key < size:
-        raise WrapperConfigError(
-            f"{path}: index {key} is out of range for an observation of {size} value(s)",
-            path=path,
-        )
-
-
 @dataclass(frozen=True)
 class PotentialShaping(RewardTerm):
     """``reward + gamma * Phi(s') - Phi(s)``, with ``Phi(s') = 0`` when ``s'`` is terminal.
@@ -185,7 +154,7 @@ class FieldPotential:
     weight: float = 1.0
 
     def __call__(self, observation: Any) -> float:
-        return self.weight * float(_read_field(observation, self.key, "the observation"))
+        return self.weight * float(read_field(observation, self.key, "the observation"))
 
 
 @dataclass(frozen=True)
@@ -215,12 +184,12 @@ class FieldBonus(RewardTerm):
                 return reward + self.weight * self.default
             value = transition.info[self.key]  # type: ignore[index]
         else:
-            value = _read_field(transition.next_observation, self.key, "the observation")
+            value = read_field(transition.next_observation, self.key, "the observation")
         return reward + self.weight * float(value)
 
     def check_space(self, observation_space: spaces.Space[Any], path: str) -> None:
         if self.source == "observation":
-            _check_field(observation_space, self.key, path)
+            check_scalar_field(observation_space, self.key, path)
 
 
 class RewardShaper:
@@ -266,85 +235,15 @@ class RewardShaper:
                 the message and ``path`` attribute name the offending entry.
         """
         data = load_config(config) if isinstance(config, str | Path) else config
-        if not isinstance(data, Mapping):
-            raise WrapperConfigError(
-                f"a shaping config must be a mapping with a 'terms' list, got {type(data).__name__}"
-            )
-        unknown = set(data) - {"terms"}
-        if unknown:
-            raise WrapperConfigError(
-                f"unknown top-level key(s) {sorted(unknown)} in the shaping config; "
-                "expected only 'terms'",
-                path=str(sorted(unknown)[0]),
-            )
-        terms = data.get("terms")
-        if not isinstance(terms, list) or not terms:
-            raise WrapperConfigError(
-                f"'terms' must be a non-empty list of terms, got {terms!r}", path="terms"
-            )
-        return cls([_term_from_config(entry, f"terms[{i}]") for i, entry in enumerate(terms)])
-
-
-def load_config(path: str | Path) -> Any:
-    """Read a YAML or JSON config file (YAML needs ``pyyaml``: the ``[yaml]`` extra)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WrapperConfigError(f"cannot read the config file {str(path)!r}: {exc}") from exc
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise WrapperConfigError(f"{str(path)!r} is not valid JSON: {exc}") from exc
-    if suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError as exc:
-            raise WrapperConfigError(
-                f"reading {str(path)!r} needs pyyaml: pip install 'openenv-gym[yaml]'"
-            ) from exc
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise WrapperConfigError(f"{str(path)!r} is not valid YAML: {exc}") from exc
-    raise WrapperConfigError(
-        f"unknown config file type {suffix!r} for {str(path)!r}; expected .yaml, .yml or .json"
-    )
-
-
-def _number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise WrapperConfigError(f"{path} must be a finite number, got {value!r}", path=path)
-    return float(value)
-
-
-def _key(value: Any, path: str) -> str | int:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise WrapperConfigError(
-            f"{path} must be a field name (str) or a flat index (int), got {value!r}", path=path
-        )
-    return value
-
-
-def _options(value: Any, path: str, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise WrapperConfigError(f"{path} must be a mapping, got {value!r}", path=path)
-    unknown = set(value) - allowed
-    if unknown:
-        raise WrapperConfigError(
-            f"{path} has unknown key(s) {sorted(unknown)}; expected some of {sorted(allowed)}",
-            path=path,
-        )
-    missing = required - set(value)
-    if missing:
-        raise WrapperConfigError(f"{path} needs the key(s) {sorted(missing)}", path=path)
-    return dict(value)
+        return validate(ShapingConfig, data).build()
 
 
 def import_callable(spec: str, path: str = "") -> Callable[..., Any]:
-    """``"package.module:name"`` -> the object it names (must be callable)."""
+    """``"package.module:name"`` -> the object it names (must be callable).
+
+    Raises:
+        WrapperConfigError: Malformed, not importable, or not callable (``path`` names it).
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise WrapperConfigError(
@@ -362,74 +261,129 @@ def import_callable(spec: str, path: str = "") -> Callable[..., Any]:
     return target
 
 
-def _term_from_config(entry: Any, path: str) -> RewardTerm:
-    if not isinstance(entry, Mapping) or len(entry) != 1:
-        raise WrapperConfigError(
-            f"{path} must be a mapping with exactly one of 'scale', 'clip', 'offset', "
-            f"'potential', 'bonus', got {entry!r}",
-            path=path,
-        )
-    ((kind, value),) = entry.items()
-    sub = f"{path}.{kind}"
-    if kind == "scale":
-        return Scale(_number(value, sub))
-    if kind == "offset":
-        return Offset(_number(value, sub))
-    if kind == "clip":
-        if isinstance(value, Mapping):
-            value = _options(value, sub, {"low", "high"}, {"low", "high"})
-            value = [value["low"], value["high"]]
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise WrapperConfigError(
-                f"{sub} must be [low, high] or {{low: .., high: ..}}, got {value!r}", path=sub
+# --------------------------------------------------------------------------- config models
+
+_Strict = ConfigDict(extra="forbid")
+Number = Annotated[float, Field(allow_inf_nan=False), BeforeValidator(lambda v: _not_bool(v))]
+FieldKey = Annotated[str | int, PlainValidator(lambda v: _field_key(v))]
+
+
+def _field_key(value: Any) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError("expected a field name (str) or a flat index (int)")
+    return value
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+    return value
+
+
+class ClipBounds(BaseModel):
+    """``clip: {low: .., high: ..}`` (``clip: [low, high]`` works too)."""
+
+    model_config = _Strict
+    low: Number
+    high: Number
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if len(value) != 2:
+                raise ValueError(f"expected [low, high], got {len(value)} value(s)")
+            return {"low": value[0], "high": value[1]}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ClipBounds:
+        if not self.low <= self.high:
+            raise ValueError(f"clip needs low <= high, got low={self.low}, high={self.high}")
+        return self
+
+
+class PotentialOptions(BaseModel):
+    """``potential: {field: 0, weight: -1.0, gamma: 0.99}`` or ``{function: "pkg.mod:phi"}``."""
+
+    model_config = _Strict
+    function: StrictStr | None = None
+    field: FieldKey | None = None
+    weight: Number | None = None
+    gamma: Annotated[Number, Field(ge=0.0, le=1.0)] = 0.99
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PotentialOptions:
+        if (self.function is None) == (self.field is None):
+            raise ValueError("needs exactly one of 'function' (package.module:callable) or 'field'")
+        if self.function is not None and self.weight is not None:
+            raise ValueError("'weight' only goes with 'field'")
+        return self
+
+
+class BonusOptions(BaseModel):
+    """``bonus: {source: info, key: lives, weight: 0.5, default: 0.0}``."""
+
+    model_config = _Strict
+    source: Literal["observation", "info"]
+    key: FieldKey
+    weight: Number = 1.0
+    default: Number | None = 0.0
+
+
+class TermConfig(BaseModel):
+    """One shaping term: a mapping with exactly one of the keys below."""
+
+    model_config = _Strict
+    scale: Number | None = None
+    clip: ClipBounds | None = None
+    offset: Number | None = None
+    potential: PotentialOptions | None = None
+    bonus: BonusOptions | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TermConfig:
+        given = [name for name in type(self).model_fields if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a term is a mapping with exactly one of 'scale', 'clip', 'offset', "
+                f"'potential', 'bonus'; got {given or 'none'}"
             )
-        low, high = _number(value[0], f"{sub}[0]"), _number(value[1], f"{sub}[1]")
-        try:
-            return Clip(low, high)
-        except WrapperConfigError as exc:
-            raise WrapperConfigError(f"{sub}: {exc}", path=sub) from None
-    if kind == "potential":
-        opts = _options(value, sub, {"function", "field", "weight", "gamma"}, set())
-        gamma = _number(opts.get("gamma", 0.99), f"{sub}.gamma")
-        if not 0.0 <= gamma <= 1.0:
-            raise WrapperConfigError(f"{sub}.gamma must be in [0, 1], got {gamma}", path=sub)
-        if ("function" in opts) == ("field" in opts):
-            raise WrapperConfigError(
-                f"{sub} needs exactly one of 'function' (package.module:callable) or 'field'",
-                path=sub,
-            )
+        return self
+
+    def build(self, path: str) -> RewardTerm:
+        """The :class:`RewardTerm` this entry declares."""
+        if self.scale is not None:
+            return Scale(self.scale)
+        if self.offset is not None:
+            return Offset(self.offset)
+        if self.clip is not None:
+            return Clip(self.clip.low, self.clip.high)
+        if self.bonus is not None:
+            bonus = self.bonus
+            return FieldBonus(bonus.source, bonus.key, bonus.weight, bonus.default)
+        options = self.potential
+        assert options is not None  # _exactly_one
         potential: Potential
-        if "function" in opts:
-            if not isinstance(opts["function"], str):
-                raise WrapperConfigError(f"{sub}.function must be a string", path=sub)
-            potential = import_callable(opts["function"], f"{sub}.function")
-            if "weight" in opts:
-                raise WrapperConfigError(f"{sub}.weight only goes with 'field'", path=sub)
+        if options.function is not None:
+            potential = import_callable(options.function, f"{path}.potential.function")
         else:
+            assert options.field is not None  # _one_source
             potential = FieldPotential(
-                _key(opts["field"], f"{sub}.field"),
-                _number(opts.get("weight", 1.0), f"{sub}.weight"),
+                options.field, 1.0 if options.weight is None else options.weight
             )
-        return PotentialShaping(potential, gamma)
-    if kind == "bonus":
-        opts = _options(value, sub, {"source", "key", "weight", "default"}, {"source", "key"})
-        source = opts["source"]
-        if source not in ("observation", "info"):
-            raise WrapperConfigError(
-                f"{sub}.source must be 'observation' or 'info', got {source!r}", path=sub
-            )
-        default = opts.get("default", 0.0)
-        return FieldBonus(
-            source,
-            _key(opts["key"], f"{sub}.key"),
-            _number(opts.get("weight", 1.0), f"{sub}.weight"),
-            None if default is None else _number(default, f"{sub}.default"),
-        )
-    raise WrapperConfigError(
-        f"{path}: unknown term {kind!r}; expected one of 'scale', 'clip', 'offset', "
-        "'potential', 'bonus'",
-        path=path,
-    )
+        return PotentialShaping(potential, options.gamma)
+
+
+class ShapingConfig(BaseModel):
+    """A reward-shaping config: ``{terms: [...]}`` (see the module docstring)."""
+
+    model_config = _Strict
+    terms: Annotated[list[TermConfig], Field(min_length=1)]
+
+    def build(self) -> RewardShaper:
+        """The :class:`RewardShaper` of these terms."""
+        return RewardShaper([term.build(f"terms[{i}]") for i, term in enumerate(self.terms)])
 
 
 def _shaper(terms: RewardShaper | Sequence[RewardTerm]) -> RewardShaper:
@@ -451,7 +405,7 @@ class ShapeReward(gym.Wrapper[Any, Any, Any, Any]):
         super().__init__(env)
         self.shaper = _shaper(terms)
         self.shaper.check_space(env.observation_space)
-        self._last_observation: Any = None
+        self._episodes = EpisodeTracker(1, None)
 
     @classmethod
     def from_config(
@@ -464,56 +418,30 @@ class ShapeReward(gym.Wrapper[Any, Any, Any, Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        self._last_observation = observation
+        self._episodes.reset(observation)
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._last_observation is None:
+        if not self._episodes.is_ready():
             raise gym.error.ResetNeeded("call reset() before step() on a ShapeReward env")
         observation, reward, terminated, truncated, info = self.env.step(action)
+        view = self._episodes.step(observation, terminated, truncated, info)
         transition = Transition(
-            self._last_observation, observation, bool(terminated), bool(truncated), info
+            view.observations[0], observation, bool(terminated), bool(truncated), info
         )
         shaped = self.shaper(float(reward), transition)
-        self._last_observation = observation
         info = dict(info)
         info[RAW_REWARD_KEY] = float(reward)
         return observation, shaped, terminated, truncated, info
-
-
-def _index(observation: Any, i: int) -> Any:
-    if isinstance(observation, Mapping):
-        return {key: _index(value, i) for key, value in observation.items()}
-    if isinstance(observation, tuple):
-        return tuple(_index(value, i) for value in observation)
-    return observation[i]
-
-
-def _info_at(info: Mapping[str, Any], i: int) -> dict[str, Any]:
-    """Env ``i``'s entries of a vector info dict (keys whose ``_key`` mask is set)."""
-    out: dict[str, Any] = {}
-    for key, value in info.items():
-        if key.startswith("_"):
-            continue
-        mask = info.get(f"_{key}")
-        if mask is not None and not bool(mask[i]):
-            continue
-        if isinstance(value, Mapping):
-            out[key] = _info_at(value, i)
-        elif mask is not None and isinstance(value, np.ndarray) and len(value) == len(mask):
-            out[key] = value[i]
-        else:
-            out[key] = value
-    return out
 
 
 class VectorShapeReward(VectorWrapper):
     """Shape each sub-env's reward of a Gymnasium ``VectorEnv``.
 
     Handles the ``NEXT_STEP`` autoreset mode (the step after an episode end is a reset:
-    its reward is passed through unshaped) and ``SAME_STEP`` (the final observation is read
-    from ``info["final_obs"]``). ``info["raw_reward"]`` holds the env rewards (all set in
-    ``info["_raw_reward"]``).
+    its reward is passed through unshaped), ``SAME_STEP`` (the final observation is read
+    from ``info["final_obs"]``) and ``DISABLED``. ``info["raw_reward"]`` holds the env
+    rewards (all set in ``info["_raw_reward"]``).
 
     Raises:
         WrapperConfigError: A term reads a missing field, or the autoreset mode is unknown.
@@ -523,15 +451,7 @@ class VectorShapeReward(VectorWrapper):
         super().__init__(env)
         self.shaper = _shaper(terms)
         self.shaper.check_space(env.single_observation_space)
-        self._mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-        if self._mode not in (
-            AutoresetMode.NEXT_STEP,
-            AutoresetMode.SAME_STEP,
-            AutoresetMode.DISABLED,
-        ):
-            raise WrapperConfigError(f"unknown autoreset mode {self._mode!r}")
-        self._last: list[Any] = [None] * env.num_envs
-        self._autoreset = np.zeros(env.num_envs, dtype=bool)
+        self._episodes = EpisodeTracker.for_vector_env(env.metadata, env.num_envs)
 
     @classmethod
     def from_config(
@@ -544,39 +464,23 @@ class VectorShapeReward(VectorWrapper):
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observations, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
-        mask = (options or {}).get("reset_mask")
-        for i in range(self.num_envs):
-            if mask is None or bool(mask[i]):
-                self._last[i] = _index(observations, i)
-                self._autoreset[i] = False
+        self._episodes.reset(observations, options)
         return observations, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         observations, rewards, terminations, truncations, info = self.env.step(actions)
+        view = self._episodes.step(observations, terminations, truncations, info)
         raw = np.asarray(rewards, dtype=np.float64)
         shaped = raw.copy()
-        for i in range(self.num_envs):
-            next_obs = _index(observations, i)
-            if self._autoreset[i] or self._last[i] is None:
-                # NEXT_STEP autoreset: this "step" was a reset; nothing to shape.
-                self._last[i] = next_obs
-                continue
-            done = bool(terminations[i]) or bool(truncations[i])
-            final_obs = next_obs
-            if done and self._mode == AutoresetMode.SAME_STEP:
-                final_obs = info["final_obs"][i]
-            env_info = _info_at(info, i)
+        for i in map(int, np.flatnonzero(view.live)):
             transition = Transition(
-                self._last[i], final_obs, bool(terminations[i]), bool(truncations[i]), env_info
+                view.observations[i],
+                view.next_observation(i),
+                bool(terminations[i]),
+                bool(truncations[i]),
+                view.info(i),
             )
             shaped[i] = self.shaper(float(raw[i]), transition)
-            self._last[i] = next_obs
-        ends = np.logical_or(terminations, truncations)
-        if self._mode == AutoresetMode.NEXT_STEP:
-            self._autoreset = ends
-        elif self._mode == AutoresetMode.DISABLED:
-            for index in np.flatnonzero(ends):
-                self._last[int(index)] = None
         info = dict(info)
         info[RAW_REWARD_KEY] = raw
         info[f"_{RAW_REWARD_KEY}"] = np.ones(self.num_envs, dtype=bool)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from openenv_gym.bench import build_parser, contenders, options
+from openenv_gym.bench import main as bench_main
 from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_servers
 from openenv_gym.bench.measure import STATUS_SKIPPED
 from openenv_gym.bench.report import TABLE_COLUMNS, parse_table
@@ -103,6 +104,26 @@ def test_bad_options_are_usage_errors(
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--token", "t"], "--token go with --url URL"),
+        (["--gym-id", "CartPole-v1", "--token", "t"], "--token and --gym-id go with --url URL"),
+        (["--url", "http://127.0.0.1:1", "--envs", "Pong"], "--envs choose the servers"),
+        (["--url", "http://127.0.0.1:1", "--servers", "2", "--workers", "2"], "--servers and"),
+    ],
+)
+def test_options_that_do_not_go_together_are_usage_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *args]) == 2
+    assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        bench_main(args)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def _context(**kwargs: object) -> Context:
     settings = Settings(envs=["CartPole"], sizes=[1], seconds=0.05, warmup=0.01)
     return Context(ENV_SPECS["CartPole"], settings, **kwargs)  # type: ignore[arg-type]
@@ -165,8 +186,9 @@ def test_bench_runs_from_the_installed_package_outside_the_clone(tmp_path: Path)
     assert len(progress) == len(rows)
     assert all(line.endswith(" left)") for line in progress)
     # every target gets a verdict
-    verdicts = [line for line in done.stdout.splitlines() if line.startswith("[")]
-    assert len(verdicts) == len(TARGETS)
+    verdicts = parse_table(done.stdout, 1)
+    assert [row["target"] for row in verdicts] == [target.text for target in TARGETS]
+    assert all(row["verdict"] in {"**met**", "not met", "not measured"} for row in verdicts)
     # the default output folder is made under the working directory
     (out,) = (workdir / "bench-results").iterdir()
     assert {p.name for p in out.iterdir()} == {"bench.csv", "bench.md", "bench.png"}

@@ -116,19 +116,19 @@ def test_csv_and_markdown_carry_every_cell(tmp_path: Path) -> None:
         tmp_path / "bench.md",
         header={"Date": "today", "Machine": "this one"},
         table=format_table(cells),
-        targets="[met] a\n[not met] b",
+        targets="| target |\n|---|\n| a |",
         notes=["a note"],
         png_name="bench.png",
     ).read_text()
     assert markdown.startswith("- **Date:** today\n- **Machine:** this one\n")
-    assert "- [met] a\n- [not met] b" in markdown
+    assert "this run):\n\n| target |\n|---|\n| a |\n" in markdown
     assert "![throughput and latency of every contender](bench.png)" in markdown
 
 
 def test_rate_and_cpu_targets_say_met_not_met_or_not_measured() -> None:
     rate = Target("x", "CartPole", ("ours-json", "ours-binary"), 8, "async", 8, 1.5)
     assert rate.verdict([_cell("async", 8, 10.0), _cell("ours-json", 8, 16.0)]).startswith(
-        "[met] x: ours-json 16 / async 10 = 1.60x"
+        "[met] x: ours-json 16 / async 10 steps/s = 1.60x"
     )
     assert rate.verdict([_cell("async", 8, 10.0), _cell("ours-binary", 8, 14.0)]).startswith(
         "[not met]"
@@ -161,3 +161,20 @@ def test_the_plot_is_a_png(tmp_path: Path) -> None:
     cells = [_cell("raw", 1, 50_000.0), _cell("async", 1, 9_000.0), _cell("async", 8, 20_000.0)]
     path = write_plot(cells, tmp_path / "bench.png", title="a title " * 30)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_targets_table_has_one_row_per_target() -> None:
+    from openenv_gym.bench.targets import format_targets
+
+    cells = [_cell("official-sync", 1, 1_000.0), _cell("ours-env", 1, 2_500.0)]
+    rows = parse_table(format_targets(cells))
+    assert [row["target"] for row in rows] == [target.text for target in TARGETS]
+    single = next(row for row in rows if "official client .sync()" in row["target"])
+    assert single == {
+        "target": "single-env CartPole >= 2x official client .sync()",
+        "verdict": "**met**",
+        "measured": "ours-env 2,500 / official-sync 1,000 steps/s",
+        "ratio": "2.50x",
+    }
+    assert rows[0]["verdict"] == "not measured"
+    assert rows[0]["ratio"] == "-"

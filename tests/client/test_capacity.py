@@ -30,7 +30,7 @@ def two_small_servers() -> Iterator[tuple[ServerThread, ServerThread]]:
 def test_capacity_route_counts_sessions(two_small_servers: tuple[ServerThread, ...]) -> None:
     a, _ = two_small_servers
     body = httpx.get(a.url + "/capacity").json()
-    assert body == {"max_sessions": 2, "active_sessions": 0, "pid": os.getpid()}
+    assert body == {"max_sessions": 2, "active_sessions": 0, "workers": 1, "pid": os.getpid()}
     envs = OpenEnvVectorEnv(None, 2, base_url=a.url)
     try:
         capacity = fetch_capacity(a.url)

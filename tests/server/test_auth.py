@@ -17,7 +17,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
-from openenv_gym.cli import READY_PREFIX
+from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.client import SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError

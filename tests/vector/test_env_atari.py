@@ -43,7 +43,7 @@ def test_vector_cartpole_encodings_match_raw_gymnasium(encoding: str) -> None:
     venv = OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=3, encoding=encoding)
     raw = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
     try:
-        assert all(s.binary == (encoding == "binary") for s in venv._fleet.sessions)
+        assert all(s.binary == (encoding == "binary") for s in venv.connections)
         obs, _ = venv.reset(seed=11)
         expected, _ = raw.reset(seed=11)
         np.testing.assert_array_equal(obs, expected)

@@ -3,6 +3,7 @@ naming the sub-env and URL (never a hang); reconnect=True reopens and reports tr
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.local import LocalServerProcess
 from openenv_gym.vector import RECONNECTED_KEY
+from openenv_gym.vector import fleet as fleet_module
+from openenv_gym.vector.backoff import Backoff
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -112,8 +115,10 @@ def test_reconnect_restarts_the_embedded_server() -> None:
 
 
 def test_reconnect_to_a_dead_server_it_does_not_own_fails_clearly(
-    server_process: LocalServerProcess,
+    server_process: LocalServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Retried for a shortened budget (tests/vector/test_reconnect_backoff.py covers it).
+    monkeypatch.setattr(fleet_module, "Backoff", functools.partial(Backoff, budget=1.0))
     url = server_process.base_url
     assert url is not None
     envs = OpenEnvVectorEnv(None, 2, base_url=url, reconnect=True, connect_timeout=2)

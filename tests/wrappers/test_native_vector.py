@@ -12,13 +12,13 @@ import pytest
 from gymnasium.vector import SyncVectorEnv, VectorEnv
 
 from openenv_gym import OpenEnvEnv, OpenEnvVectorEnv
+from openenv_gym.trajectories import trajectory_arrays
 from openenv_gym.wrappers import (
     PotentialShaping,
     Scale,
     VectorNormalize,
     VectorRecordTrajectories,
     VectorShapeReward,
-    trajectory_arrays,
 )
 
 N = 3

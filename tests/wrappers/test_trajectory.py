@@ -22,17 +22,15 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import openenv_gym
 from openenv_gym import OpenEnvEnv
 from openenv_gym.errors import HubPushError, TrajectoryFormatError, WrapperConfigError
-from openenv_gym.wrappers import (
-    RecordTrajectories,
-    Scale,
-    ShapeReward,
-    VectorRecordTrajectories,
+from openenv_gym.trajectories import (
     load_trajectories,
     push_to_hub,
     trajectory_arrays,
     trajectory_files,
     trajectory_metadata,
+    trajectory_spaces,
 )
+from openenv_gym.wrappers import RecordTrajectories, Scale, ShapeReward, VectorRecordTrajectories
 
 from .test_normalization import SplitCartPole, Tape
 
@@ -59,10 +57,12 @@ def test_single_env_rows_match_what_the_env_produced(cartpole_url: str, tmp_path
     env.action_space.seed(0)
     env.reset(seed=7)
     expected_obs = [tape.observations[-1]]
+    final_obs = []
     for _ in range(200):
         action = int(env.action_space.sample())
         actions.append(action)
         obs, _, terminated, truncated, _ = env.step(action)
+        final_obs.append(obs)
         if terminated or truncated:
             obs, _ = env.reset()
         expected_obs.append(obs)
@@ -75,6 +75,12 @@ def test_single_env_rows_match_what_the_env_produced(cartpole_url: str, tmp_path
     np.testing.assert_array_equal(arrays["action"], actions)
     # Each row holds the observation the action was taken in.
     np.testing.assert_array_equal(arrays["observation"], np.array(expected_obs[:200]))
+    # next_observation is s': the final observation on an episode's last row, not the reset one.
+    np.testing.assert_array_equal(arrays["next_observation"], np.array(final_obs))
+    last = arrays["terminated"] | arrays["truncated"]
+    np.testing.assert_array_equal(
+        arrays["next_observation"][:-1][~last[:-1]], arrays["observation"][1:][~last[:-1]]
+    )
     np.testing.assert_array_equal(arrays["raw_reward"], 1.0)
     np.testing.assert_array_equal(arrays["reward"], 0.5)
     np.testing.assert_array_equal(arrays["info.raw_reward"], 1.0)
@@ -93,7 +99,12 @@ def test_single_env_rows_match_what_the_env_produced(cartpole_url: str, tmp_path
     on_disk = json.loads((tmp_path / "metadata.json").read_text())
     assert on_disk["steps"] == 200
     assert on_disk["chunks"] == 4
-    assert not list(tmp_path.glob(".*"))
+    assert on_disk["episodes_ended"] == int(last.sum())
+    observation_space, action_space = trajectory_spaces(tmp_path)
+    assert observation_space == env.observation_space
+    assert action_space == gym.spaces.Discrete(2)
+    assert [p.name for p in tmp_path.glob(".*")] == [".lock"]
+    assert not list((tmp_path / "data").glob(".*"))
 
 
 def test_images_load_with_datasets_with_shape_and_dtype(tmp_path: Path) -> None:
@@ -175,6 +186,13 @@ def test_vector_env_records_every_transition_once(
         assert len(set(arrays["env_index"][rows])) == 1
         np.testing.assert_array_equal(arrays["step"][rows], np.arange(len(rows)))
         assert len(rows) <= 15
+        # s' of a row is s of the next row; the last s' is the final observation, never the
+        # reset one (CartPole resets within +-0.05; 15 steps of one push leave that range).
+        np.testing.assert_array_equal(
+            arrays["next_observation"][rows[:-1]], arrays["observation"][rows[1:]]
+        )
+        if arrays["terminated"][rows[-1]] or arrays["truncated"][rows[-1]]:
+            assert np.abs(arrays["next_observation"][rows[-1]]).max() > 0.05
     finished = [
         r for r in episodes.values() if arrays["terminated"][r[-1]] or arrays["truncated"][r[-1]]
     ]
@@ -183,7 +201,7 @@ def test_vector_env_records_every_transition_once(
 
 
 def test_chunks_split_by_bytes_and_memory_stays_bounded(cartpole_url: str, tmp_path: Path) -> None:
-    row_bytes = 4 * 4 + 8 + 7 * 8  # observation, action, scalar columns
+    row_bytes = 2 * 4 * 4 + 8 + 7 * 8  # observation, next observation, action, scalars
 
     def run(steps: int, out: Path) -> tuple[int, int]:
         env = RecordTrajectories(
@@ -313,13 +331,14 @@ def test_reading_what_is_not_a_recording_is_a_typed_error(tmp_path: Path) -> Non
         trajectory_arrays(tmp_path / "nowhere")
     with pytest.raises(TrajectoryFormatError, match="no finished chunk"):
         trajectory_arrays(tmp_path)
-    (tmp_path / "chunk-000000.parquet").write_bytes(b"garbage")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train-000000.parquet").write_bytes(b"garbage")
     with pytest.raises(TrajectoryFormatError, match="not a readable Parquet file"):
         trajectory_metadata(tmp_path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"a": [1]}), tmp_path / "chunk-000000.parquet")
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "data" / "train-000000.parquet")
     with pytest.raises(TrajectoryFormatError, match="not written by openenv-gym"):
         trajectory_arrays(tmp_path)
 

@@ -28,12 +28,7 @@ from typing import Any, Final
 
 from openenv_gym.client import DEFAULT_ENCODING
 from openenv_gym.env import OpenEnvEnv
-from openenv_gym.envs.atari.environment import (
-    DEFAULT_FRAMESKIP,
-    DEFAULT_GAME,
-    DEFAULT_REPEAT_ACTION_PROBABILITY,
-    check_atari_options,
-)
+from openenv_gym.envs.atari.environment import check_atari_options
 from openenv_gym.envs.atari.models import (
     SCREEN_FIELD,
     X_ACTION_MEANINGS,
@@ -41,6 +36,7 @@ from openenv_gym.envs.atari.models import (
     screen_shape,
     screen_space,
 )
+from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
 from openenv_gym.errors import EnvConfigError
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
@@ -110,7 +106,7 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         *,
         provider: ServerProvider | None = None,
         game: str = DEFAULT_GAME,
-        obs_type: str = "rgb",
+        obs_type: str = DEFAULT_OBS_TYPE,
         full_action_space: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -169,13 +165,9 @@ class AtariOpenEnvEnv(OpenEnvEnv):
 
 
 def make_atari_env(
-    game: str = DEFAULT_GAME,
-    obs_type: str = "rgb",
-    frameskip: int = DEFAULT_FRAMESKIP,
-    repeat_action_probability: float = DEFAULT_REPEAT_ACTION_PROBABILITY,
-    full_action_space: bool = False,
-    mode: int | None = None,
-    difficulty: int | None = None,
+    game: str | None = None,
+    /,
+    *,
     base_url: str | None = None,
     encoding: str = DEFAULT_ENCODING,
     startup_timeout: float = 60.0,
@@ -188,12 +180,16 @@ def make_atari_env(
 ) -> AtariOpenEnvEnv:
     """The ``openenv/Atari-v0`` entry point: a server at ``base_url``, or an embedded one.
 
-    Without ``base_url``, ``openenv-gym serve atari`` is started in a child process with
-    these settings (defaults as ``ALE/<Game>-v5``) and stopped on ``close()``. With
-    ``base_url``, ``frameskip``, ``repeat_action_probability``, ``mode`` and
-    ``difficulty`` are the server's business (they are fixed when it starts).
+    The Atari options (:data:`~openenv_gym.envs.atari.options.ATARI_OPTIONS`: ``game``,
+    ``obs_type``, ``frameskip``, ``repeat_action_probability``, ``full_action_space``,
+    ``mode``, ``difficulty``, ``max_num_frames_per_episode``; defaults as
+    ``ALE/<Game>-v5``) are passed as one mapping to ``openenv-gym serve atari``, started in a
+    child process and stopped on ``close()``. With ``base_url`` the server's settings are
+    fixed when it starts; ``game``, ``obs_type`` and ``full_action_space`` then only tell
+    the client the spaces of an official server.
 
     Args:
+        game: The game, positionally (or ``game=``).
         image: Run the embedded server in this Docker image (``openenv-gym build`` makes
             ``openenv-gym/atari:latest``) instead of a child process.
         token: The bearer token the server requires (an embedded server is started with it).
@@ -202,41 +198,27 @@ def make_atari_env(
             ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
         unix_socket: The embedded server also serves on Unix sockets (a vector env's
             sessions use them).
-        **kwargs: :class:`AtariOpenEnvEnv` / :class:`~openenv_gym.env.OpenEnvEnv` options.
+        **kwargs: The Atari options, then :class:`AtariOpenEnvEnv` /
+            :class:`~openenv_gym.env.OpenEnvEnv` options.
 
     Raises:
         EnvConfigError: An option is invalid.
     """
-    check_atari_options(obs_type, frameskip, repeat_action_probability)
-    settings: dict[str, Any] = {
-        "game": game,
-        "obs_type": obs_type,
-        "full_action_space": full_action_space,
-    }
+    if game is not None:
+        kwargs["game"] = game
+    options, env_kwargs = ATARI_OPTIONS.split(kwargs)
+    check_atari_options(
+        options["obs_type"], options["frameskip"], options["repeat_action_probability"]
+    )
+    settings = {name: options[name] for name in ("game", "obs_type", "full_action_space")}
     if base_url is not None:
-        return AtariOpenEnvEnv(base_url, token=token, encoding=encoding, **settings, **kwargs)
+        return AtariOpenEnvEnv(base_url, token=token, encoding=encoding, **settings, **env_kwargs)
     from openenv_gym.envs.atari.environment import rom_id
 
-    game = rom_id(game)  # the embedded server runs here: fail early, with this process's error
-    serve_args = [
-        "atari",
-        "--game",
-        game,
-        "--obs-type",
-        obs_type,
-        "--frameskip",
-        str(frameskip),
-        "--repeat-action-probability",
-        repr(float(repeat_action_probability)),
-    ]
-    if full_action_space:
-        serve_args.append("--full-action-space")
-    if mode is not None:
-        serve_args += ["--mode", str(int(mode))]
-    if difficulty is not None:
-        serve_args += ["--difficulty", str(int(difficulty))]
+    # The embedded server runs here: fail early, with this process's error.
+    options["game"] = settings["game"] = rom_id(options["game"])
     provider = server_provider(
-        serve_args,
+        ["atari", *ATARI_OPTIONS.to_argv(options)],
         workers=workers,
         image=image,
         token=token,
@@ -244,7 +226,9 @@ def make_atari_env(
         docker_kwargs=docker_kwargs,
         unix_socket=unix_socket,
     )
-    return AtariOpenEnvEnv(provider=provider, token=token, encoding=encoding, **settings, **kwargs)
+    return AtariOpenEnvEnv(
+        provider=provider, token=token, encoding=encoding, **settings, **env_kwargs
+    )
 
 
 __all__ = ["AtariOpenEnvEnv", "RemoteALE", "local_action_meanings", "make_atari_env"]

@@ -42,15 +42,18 @@ from openenv_gym.envs.atari.models import (
     atari_models,
     screen_shape,
 )
+from openenv_gym.envs.atari.options import (
+    DEFAULT_FRAMESKIP,
+    DEFAULT_GAME,
+    DEFAULT_MAX_FRAMES,
+    DEFAULT_OBS_TYPE,
+    DEFAULT_REPEAT_ACTION_PROBABILITY,
+)
 from openenv_gym.envs.gymnasium.environment import construct_trusted
 from openenv_gym.errors import ActionOutOfSpaceError, EnvConfigError
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 
-DEFAULT_GAME: Final = "pong"
-DEFAULT_FRAMESKIP: Final = 4
-DEFAULT_REPEAT_ACTION_PROBABILITY: Final = 0.25
-DEFAULT_MAX_FRAMES: Final = 108_000
 DOCUMENTATION_URL: Final = "https://ale.farama.org/"
 
 
@@ -111,7 +114,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
     def __init__(
         self,
         game: str = DEFAULT_GAME,
-        obs_type: str = "rgb",
+        obs_type: str = DEFAULT_OBS_TYPE,
         frameskip: int = DEFAULT_FRAMESKIP,
         repeat_action_probability: float = DEFAULT_REPEAT_ACTION_PROBABILITY,
         full_action_space: bool = False,

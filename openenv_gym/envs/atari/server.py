@@ -13,47 +13,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_gym.envs.atari.environment import (
-    DEFAULT_FRAMESKIP,
-    DEFAULT_GAME,
-    DEFAULT_MAX_FRAMES,
-    DEFAULT_REPEAT_ACTION_PROBABILITY,
-    AtariEnvironment,
-)
+from openenv_gym.envs.atari.environment import AtariEnvironment
 from openenv_gym.envs.atari.models import AtariState
+from openenv_gym.envs.atari.options import ATARI_OPTIONS
 from openenv_gym.server.app import OpenEnvServer
 
 
-def atari_server(
-    game: str = DEFAULT_GAME,
-    *,
-    obs_type: str = "rgb",
-    frameskip: int = DEFAULT_FRAMESKIP,
-    repeat_action_probability: float = DEFAULT_REPEAT_ACTION_PROBABILITY,
-    full_action_space: bool = False,
-    mode: int | None = None,
-    difficulty: int | None = None,
-    max_num_frames_per_episode: int | None = DEFAULT_MAX_FRAMES,
-    **server_kwargs: Any,
-) -> OpenEnvServer:
-    """Serve one ALE game (see :class:`AtariEnvironment` for the options).
+def atari_server(game: str | None = None, /, **kwargs: Any) -> OpenEnvServer:
+    """Serve one ALE game.
 
     Args:
-        **server_kwargs: :class:`OpenEnvServer` options (``max_sessions``, ...).
+        game: The game (or ``game=``; default: pong).
+        **kwargs: The Atari options (:data:`~openenv_gym.envs.atari.options.ATARI_OPTIONS`:
+            ``game``, ``obs_type``, ``frameskip``, ...; see :class:`AtariEnvironment`) and
+            :class:`OpenEnvServer` options (``max_sessions``, ...).
 
     Raises:
         EnvConfigError: Unknown game or a bad option.
     """
-    options: dict[str, Any] = {
-        "game": game,
-        "obs_type": obs_type,
-        "frameskip": frameskip,
-        "repeat_action_probability": repeat_action_probability,
-        "full_action_space": full_action_space,
-        "mode": mode,
-        "difficulty": difficulty,
-        "max_num_frames_per_episode": max_num_frames_per_episode,
-    }
+    if game is not None:
+        kwargs["game"] = game
+    options, server_kwargs = ATARI_OPTIONS.split(kwargs)
     probe = AtariEnvironment(**options)
     try:
         action_type, observation_type = probe.action_model, probe.observation_model

@@ -32,11 +32,7 @@ from openenv_gym.client import (
 )
 from openenv_gym.env import _close_session_soon
 from openenv_gym.envs.chess import encoding
-from openenv_gym.envs.chess.options import (
-    DEFAULT_ILLEGAL_MOVE,
-    DEFAULT_MAX_MOVES,
-    check_chess_options,
-)
+from openenv_gym.envs.chess.options import CHESS_OPTIONS, check_chess_options
 from openenv_gym.errors import ActionOutOfSpaceError, OpenEnvGymError, SessionClosedError
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import GivenServer, ServerProvider
@@ -175,11 +171,7 @@ class ChessOpenEnvEnv(gym.Env[np.ndarray, np.int64]):
 
 
 def make_chess_env(
-    opponent: str = "random",
-    illegal_move: str = DEFAULT_ILLEGAL_MOVE,
-    agent_color: str = "white",
-    max_moves: int = DEFAULT_MAX_MOVES,
-    uci_engine: str | None = None,
+    *,
     base_url: str | None = None,
     startup_timeout: float = 60.0,
     image: str | None = None,
@@ -189,42 +181,32 @@ def make_chess_env(
 ) -> ChessOpenEnvEnv:
     """The ``openenv/Chess-v0`` entry point: a server at ``base_url``, or an embedded one.
 
-    The server options (``opponent``, ``illegal_move``, ``agent_color``, ``max_moves``,
-    ``uci_engine``) configure the embedded server; with ``base_url`` they are the server's.
-    ``image=`` runs the embedded server in that Docker image (``openenv-gym/chess:latest``)
-    instead of a child process; ``token=`` is the bearer token the server requires.
+    The chess options (:data:`~openenv_gym.envs.chess.options.CHESS_OPTIONS`: ``opponent``,
+    ``illegal_move``, ``agent_color``, ``max_moves``, ``uci_engine``) configure the embedded
+    server, passed as one mapping to ``openenv-gym serve chess``; with ``base_url`` they are
+    the server's. ``image=`` runs the embedded server in that Docker image
+    (``openenv-gym/chess:latest``) instead of a child process; ``token=`` is the bearer
+    token the server requires.
 
     Raises:
         EnvConfigError: An option is invalid.
     """
-    check_chess_options(opponent, illegal_move, agent_color)
+    options, env_kwargs = CHESS_OPTIONS.split(kwargs)
+    check_chess_options(options["opponent"], options["illegal_move"], options["agent_color"])
     if base_url is not None:
-        return ChessOpenEnvEnv(base_url, token=token, **kwargs)
-    if opponent == "uci":  # the embedded server runs here: fail early, with a clear error
+        return ChessOpenEnvEnv(base_url, token=token, **env_kwargs)
+    if options["opponent"] == "uci":  # the embedded server runs here: fail early, clearly
         from openenv_gym.envs.chess.opponents import find_uci_engine
 
-        find_uci_engine(uci_engine)
-    serve_args = [
-        "chess",
-        "--opponent",
-        opponent,
-        "--illegal-move",
-        illegal_move,
-        "--agent-color",
-        agent_color,
-        "--max-moves",
-        str(int(max_moves)),
-    ]
-    if uci_engine is not None:
-        serve_args += ["--uci-engine", uci_engine]
+        find_uci_engine(options["uci_engine"])
     provider = server_provider(
-        serve_args,
+        ["chess", *CHESS_OPTIONS.to_argv(options)],
         image=image,
         token=token,
         startup_timeout=startup_timeout,
         docker_kwargs=docker_kwargs,
     )
-    return ChessOpenEnvEnv(provider=provider, token=token, **kwargs)
+    return ChessOpenEnvEnv(provider=provider, token=token, **env_kwargs)
 
 
 __all__ = ["ChessOpenEnvEnv", "make_chess_env"]

@@ -1,7 +1,9 @@
-"""The chess server's options and their checks (no python-chess import, so the CLI can
-list them without the ``chess`` extra).
+"""The chess server's options, declared once (see :mod:`openenv_gym.envs.options`), and their
+checks (no python-chess import, so the CLI can list them without the ``chess`` extra).
 
 Example:
+    >>> CHESS_OPTIONS.to_argv({"opponent": "material", "max_moves": 200})
+    ['--opponent', 'material', '--max-moves', '200']
     >>> check_chess_options("material", "error", "black")
     >>> check_chess_options("stockfish", "error", "black")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from openenv_gym.cli.arguments import int_argument
+from openenv_gym.envs.options import ServerOption, ServerOptions
 from openenv_gym.errors import EnvConfigError
 
 OPPONENTS: Final = ("random", "material", "uci")
@@ -21,6 +25,36 @@ AGENT_COLORS: Final = ("white", "black", "random")
 DEFAULT_ILLEGAL_MOVE: Final = "penalty"
 ILLEGAL_MOVE_PENALTY: Final = -0.1
 DEFAULT_MAX_MOVES: Final = 500
+DEFAULT_OPPONENT: Final = "random"
+DEFAULT_AGENT_COLOR: Final = "white"
+
+_half_moves = int_argument("a number of half-moves", minimum=1, bound="at least 1 half-move")
+
+#: The chess server's options, in the order of :class:`ChessEnvironment`'s arguments.
+CHESS_OPTIONS: Final = ServerOptions(
+    ServerOption(
+        "opponent",
+        DEFAULT_OPPONENT,
+        "random, material (a 2-ply material search) or uci (an engine on PATH)",
+        choices=OPPONENTS,
+    ),
+    ServerOption(
+        "illegal_move",
+        DEFAULT_ILLEGAL_MOVE,
+        f"penalty: {ILLEGAL_MOVE_PENALTY} and no move (the official behaviour); loss: forfeit "
+        "with -1; error: a VALIDATION_ERROR reply",
+        choices=ILLEGAL_MOVE_POLICIES,
+    ),
+    ServerOption("agent_color", DEFAULT_AGENT_COLOR, "the agent's color", choices=AGENT_COLORS),
+    ServerOption(
+        "max_moves",
+        DEFAULT_MAX_MOVES,
+        "half-moves before a draw is declared",
+        type=_half_moves,
+        metavar="N",
+    ),
+    ServerOption("uci_engine", None, "UCI engine for --opponent uci", metavar="PATH"),
+)
 
 
 def check_chess_options(opponent: str, illegal_move: str, agent_color: str) -> None:
@@ -42,8 +76,11 @@ def check_chess_options(opponent: str, illegal_move: str, agent_color: str) -> N
 
 __all__ = [
     "AGENT_COLORS",
+    "CHESS_OPTIONS",
+    "DEFAULT_AGENT_COLOR",
     "DEFAULT_ILLEGAL_MOVE",
     "DEFAULT_MAX_MOVES",
+    "DEFAULT_OPPONENT",
     "ILLEGAL_MOVE_PENALTY",
     "ILLEGAL_MOVE_POLICIES",
     "OPPONENTS",

@@ -12,32 +12,23 @@ from typing import Any
 
 from openenv_gym.envs.chess.environment import ChessEnvironment
 from openenv_gym.envs.chess.models import ChessAction, ChessObservation, ChessState
-from openenv_gym.envs.chess.options import DEFAULT_ILLEGAL_MOVE, DEFAULT_MAX_MOVES
+from openenv_gym.envs.chess.options import CHESS_OPTIONS
 from openenv_gym.server.app import OpenEnvServer
 
 
-def chess_server(
-    *,
-    opponent: str = "random",
-    illegal_move: str = DEFAULT_ILLEGAL_MOVE,
-    agent_color: str = "white",
-    max_moves: int = DEFAULT_MAX_MOVES,
-    uci_engine: str | None = None,
-    **server_kwargs: Any,
-) -> OpenEnvServer:
+def chess_server(**kwargs: Any) -> OpenEnvServer:
     """Serve chess (see :class:`ChessEnvironment`); a probe environment checks the options.
+
+    Args:
+        **kwargs: The chess options (:data:`~openenv_gym.envs.chess.options.CHESS_OPTIONS`:
+            ``opponent``, ``illegal_move``, ``agent_color``, ``max_moves``, ``uci_engine``)
+            and :class:`OpenEnvServer` options (``max_sessions``, ...).
 
     Raises:
         EnvConfigError: An option is invalid.
         UCIEngineNotFoundError: ``opponent="uci"`` and no engine was found.
     """
-    options: dict[str, Any] = {
-        "opponent": opponent,
-        "illegal_move": illegal_move,
-        "agent_color": agent_color,
-        "max_moves": max_moves,
-        "uci_engine": uci_engine,
-    }
+    options, server_kwargs = CHESS_OPTIONS.split(kwargs)
     probe = ChessEnvironment(**options)
     try:
         metadata = probe.get_metadata()

@@ -1,0 +1,372 @@
+"""``openenv-gym serve TARGET``: run one of our OpenEnv servers.
+
+Usage::
+
+    openenv-gym serve gymnasium --env-id CartPole-v1 [--env-kwargs JSON]
+    openenv-gym serve gymnasium --env-id ale_py:ALE/Pong-v5   # an id another package registers
+    openenv-gym serve atari --game pong [--obs-type rgb] [--frameskip 4] ...
+    openenv-gym serve chess [--opponent random] ...
+        [--host 127.0.0.1] [--port 8000] [--workers K] [--unix-socket PATH]
+        [--max-sessions N] [--idle-timeout S] [--max-message-size BYTES] [--token TOKEN]
+        [--insecure] [--exit-with-parent] [--log-level LEVEL] [--debug]
+
+A ``--host`` beyond loopback needs a token (``--token`` or ``$OPENENV_TOKEN``) or
+``--insecure``; an empty token is a usage error (see :mod:`openenv_gym.server.bind_policy`).
+
+``serve`` prints exactly one line to stdout once the server listens (see
+:mod:`openenv_gym.cli.ready`), then serves until SIGINT/SIGTERM (a clean stop, exit code 0)
+or, with ``--exit-with-parent``, until its stdin reaches end of file::
+
+    OPENENV_GYM_READY {"host": "127.0.0.1", "port": 8000, "url": "http://127.0.0.1:8000"}
+
+Extending: a new server is one :class:`ServeTarget` in :data:`SERVE_TARGETS`: its options
+(:class:`~openenv_gym.envs.options.ServerOptions`, declared once next to the server) and the
+dotted path of the function building the :class:`~openenv_gym.server.OpenEnvServer` from
+them. The builder is imported only when the target runs, so ``--help`` needs no extra.
+
+Example:
+    >>> from openenv_gym.cli.program import build_parser
+    >>> parser = build_parser()
+    >>> args = parser.parse_args(["serve", "gymnasium", "--env-id", "CartPole-v1", "--port", "0"])
+    >>> args.target, args.env_id, args.port, args.max_sessions
+    ('gymnasium', 'CartPole-v1', 0, 64)
+    >>> SERVE_TARGETS["gymnasium"].options_of(args)
+    {'env_id': 'CartPole-v1', 'make_kwargs': None}
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from openenv_gym.cli.arguments import port_number, positive_int, positive_seconds
+from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
+from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
+from openenv_gym.client import TOKEN_ENV_VAR
+from openenv_gym.envs.atari.options import ATARI_OPTIONS
+from openenv_gym.envs.chess.options import CHESS_OPTIONS
+from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
+from openenv_gym.envs.options import ServerOptions
+
+if TYPE_CHECKING:
+    from openenv_gym.server.app import OpenEnvServer
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8000
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True)
+class ServeTarget:
+    """One ``openenv-gym serve <name>`` sub-command.
+
+    Attributes:
+        name: The sub-command name.
+        help: One line for ``serve --help``.
+        description: The sub-command's ``--help`` description.
+        options: The server's own options, declared once next to the server.
+        builder: ``"package.module:function"``; the function takes the options and the
+            :class:`OpenEnvServer` keywords and returns the server (raising on bad options).
+    """
+
+    name: str
+    help: str
+    description: str
+    options: ServerOptions
+    builder: str
+
+    def options_of(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The target's options mapping of parsed arguments."""
+        return self.options.from_namespace(args)
+
+    def build(self, args: argparse.Namespace) -> OpenEnvServer:
+        """Build the server for parsed arguments (imports the builder, and so the extra)."""
+        module, _, function = self.builder.partition(":")
+        build: Callable[..., OpenEnvServer] = getattr(importlib.import_module(module), function)
+        return build(**self.options_of(args), **server_kwargs(args))
+
+
+#: The servers ``openenv-gym serve`` can run.
+SERVE_TARGETS: Final[dict[str, ServeTarget]] = {
+    target.name: target
+    for target in (
+        ServeTarget(
+            "gymnasium",
+            "serve any Gymnasium env id over OpenEnv",
+            "Serve gymnasium.make(ENV_ID) over the OpenEnv protocol, one env instance per\n"
+            "WebSocket session. Supported spaces: Box, Discrete, MultiDiscrete, MultiBinary.\n"
+            "An id another package registers is served as module:Id, which imports the module\n"
+            "first: openenv-gym serve gymnasium --env-id ale_py:ALE/Pong-v5",
+            GYMNASIUM_OPTIONS,
+            "openenv_gym.envs.gymnasium.server:gymnasium_server",
+        ),
+        ServeTarget(
+            "atari",
+            "serve an Atari 2600 game (ale-py) with the official OpenEnv Atari schema",
+            "Serve one ALE game over OpenEnv, one emulator per WebSocket session, with the\n"
+            "official OpenEnv Atari schema (official clients work unchanged). Defaults follow\n"
+            "ALE/<Game>-v5: frameskip 4, sticky actions 0.25, minimal action set.\n"
+            "Needs ale-py: pip install 'openenv-gym[atari]'.",
+            ATARI_OPTIONS,
+            "openenv_gym.envs.atari.server:atari_server",
+        ),
+        ServeTarget(
+            "chess",
+            "serve chess (python-chess) with the official OpenEnv chess schema",
+            "Serve chess over OpenEnv against a built-in opponent (random, material = 2-ply\n"
+            "material search, uci = an engine on PATH), one game per WebSocket session, with\n"
+            "the official OpenEnv chess schema.\n"
+            "Needs python-chess: pip install 'openenv-gym[chess]'.",
+            CHESS_OPTIONS,
+            "openenv_gym.envs.chess.server:chess_server",
+        ),
+    )
+}
+
+
+# --------------------------------------------------------------------------- server flags
+
+
+def _workers(text: str) -> int:
+    from openenv_gym.server.workers import resolve_workers
+
+    try:
+        return resolve_workers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """The flags every ``serve`` target shares (address, limits, lifetime, logging)."""
+    from openenv_gym.server.app import (
+        DEFAULT_MAX_MESSAGE_SIZE,
+        DEFAULT_MAX_SESSIONS,
+        HARD_CAP_FACTOR,
+    )
+
+    group = parser.add_argument_group("server options")
+    group.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to bind (default: {DEFAULT_HOST}; use 0.0.0.0 to accept remote clients: "
+        "that needs a token, or --insecure)",
+    )
+    group.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help="port to bind; 0 picks a free port, named in the READY line "
+        f"(default: {DEFAULT_PORT})",
+    )
+    group.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=DEFAULT_MAX_SESSIONS,
+        metavar="N",
+        help="concurrent WebSocket sessions; one more gets CAPACITY_REACHED "
+        f"(default: {DEFAULT_MAX_SESSIONS})",
+    )
+    group.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="K",
+        help="server processes sharing the port (SO_REUSEPORT; sessions stay on the process "
+        "that accepted them; --max-sessions counts over all of them); 'auto': one per core "
+        "(default: 1)",
+    )
+    group.add_argument(
+        "--unix-socket",
+        default=None,
+        metavar="PATH",
+        help="also serve sessions on this Unix socket (local clients skip TCP); with "
+        "--workers K, worker k listens on PATH.k; the READY line lists them",
+    )
+    group.add_argument(
+        "--idle-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="close sessions without a message for S seconds (default: never)",
+    )
+    group.add_argument(
+        "--max-message-size",
+        type=positive_int,
+        default=DEFAULT_MAX_MESSAGE_SIZE,
+        metavar="BYTES",
+        help="largest client message processed; larger ones get a VALIDATION_ERROR reply, "
+        f"and ones over {HARD_CAP_FACTOR}x this close the connection (code 1009) "
+        f"(default: {DEFAULT_MAX_MESSAGE_SIZE})",
+    )
+    group.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on the WebSocket and every route but "
+        f"/health (default: ${TOKEN_ENV_VAR} if set, else no check; prefer the variable, "
+        "a command line is visible to other users)",
+    )
+    group.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a --host beyond loopback without a token (logged as a warning)",
+    )
+    group.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when stdin reaches end of file (a parent holding the pipe has exited)",
+    )
+    group.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="server log level, logged to stderr (default: warning)",
+    )
+
+
+def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`OpenEnvServer` keyword arguments from the shared server flags."""
+    return {
+        "max_sessions": args.max_sessions,
+        "idle_timeout": args.idle_timeout,
+        "max_message_size": args.max_message_size,
+        "token": serve_token(args),
+    }
+
+
+def serve_token(args: argparse.Namespace) -> str | None:
+    """``--token``, else ``$OPENENV_TOKEN``, else ``None`` (an empty one is kept: refused)."""
+    return args.token if args.token is not None else os.environ.get(TOKEN_ENV_VAR)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _watch_stdin(on_eof: Callable[[], None]) -> None:
+    """Call ``on_eof`` when stdin reaches end of file (in a daemon thread)."""
+
+    def watch() -> None:
+        try:
+            fd = sys.stdin.fileno()
+            while os.read(fd, 65536):
+                pass
+        except (AttributeError, OSError, ValueError):  # no stdin at all counts as EOF
+            pass
+        on_eof()
+
+    threading.Thread(target=watch, name="openenv-gym-stdin-watch", daemon=True).start()
+
+
+def _print_ready(host: str, port: int, unix_sockets: Sequence[str] = ()) -> None:
+    from openenv_gym.server.app import format_url
+
+    info: dict[str, Any] = {"host": host, "port": port, "url": format_url(host, port)}
+    if unix_sockets:
+        info["unix_sockets"] = list(unix_sockets)
+    sys.stdout.write(format_ready_line(info) + "\n")
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    """``openenv-gym serve <target>``: build the server, print READY, serve until stopped."""
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format=f"{PROG} %(levelname)s %(name)s: %(message)s",
+    )
+    from openenv_gym.errors import InsecureBindError
+    from openenv_gym.server.bind_policy import check_bind
+
+    try:
+        check_bind(args.host, serve_token(args), insecure=args.insecure)
+    except InsecureBindError as exc:
+        raise UsageError(str(exc)) from exc
+    target = SERVE_TARGETS[args.target]
+    if args.workers > 1:
+        return _run_workers(args, target)
+    server = target.build(args)
+    if args.exit_with_parent:
+        _watch_stdin(server.request_stop)
+    sockets = [args.unix_socket] if args.unix_socket else []
+    server.run(
+        args.host,
+        args.port,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
+        unix_path=args.unix_socket,
+    )
+    return EXIT_OK
+
+
+def _run_workers(args: argparse.Namespace, target: ServeTarget) -> int:
+    """``serve --workers K``: K processes on one port (see :mod:`openenv_gym.server.workers`)."""
+    import signal
+
+    from openenv_gym.server.workers import run_workers
+
+    target.build(args)  # once in the parent: bad arguments (an unknown env id) fail before forking
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.exit_with_parent:
+        _watch_stdin(stop.set)
+    unix_path = args.unix_socket
+    sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
+    run_workers(
+        lambda: target.build(args),
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        max_sessions=args.max_sessions,
+        on_ready=lambda host, port: _print_ready(host, port, sockets),
+        stop=stop,
+        unix_paths=sockets or None,
+    )
+    return EXIT_OK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One sub-command per :data:`SERVE_TARGETS` entry, each with its options and the
+    shared server flags."""
+    targets = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
+    for target in SERVE_TARGETS.values():
+        sub = targets.add_parser(
+            target.name,
+            help=target.help,
+            description=target.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[common_options()],
+        )
+        target.options.add_arguments(sub.add_argument_group(f"{target.name} options"))
+        add_server_options(sub)
+
+
+COMMAND: Final = Command(
+    name="serve",
+    help="run an OpenEnv server (gymnasium, atari, chess)",
+    description="Run an OpenEnv-protocol server (WebSocket /ws plus GET /health, /schema,\n"
+    "/metadata, /state). It prints one line once it listens:\n"
+    f'  {READY_PREFIX}{{"host": ..., "port": ..., "url": ...}}\n'
+    "and serves until SIGINT/SIGTERM (exit code 0). `openenv-gym serve TARGET --help`\n"
+    "lists a target's options.",
+    add_arguments=add_arguments,
+    run=run,
+)
+
+__all__ = [
+    "COMMAND",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "SERVE_TARGETS",
+    "ServeTarget",
+    "add_server_options",
+    "server_kwargs",
+]

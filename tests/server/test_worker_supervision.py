@@ -1,0 +1,174 @@
+"""``serve --workers K`` supervises its workers: a dead one is logged and restarted, the
+sessions it held free their budget slots, and a server whose workers keep dying exits 1.
+
+Once, ``kill -9`` of one worker stopped the whole server in 0.3 s with exit code 0 and no log
+line (issue 14, case 7). Real child processes on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from openenv_gym import OpenEnvEnv
+from openenv_gym.errors import ServerConnectionError
+from openenv_gym.server.budget import SharedSessionBudget
+from openenv_gym.server.workers import describe_exit
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+READY = "OPENENV_GYM_READY "
+
+
+class Served:
+    """``openenv-gym serve gymnasium --workers 2`` as a child, its stderr collected."""
+
+    def __init__(self) -> None:
+        command = [
+            sys.executable,
+            "-m",
+            "openenv_gym.cli",
+            "serve",
+            "gymnasium",
+            "--env-id",
+            "CartPole-v1",
+            "--workers",
+            "2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith(READY), line
+        self.url = str(json.loads(line[len(READY) :])["url"])
+
+    def workers(self) -> list[int]:
+        path = f"/proc/{self.process.pid}/task/{self.process.pid}/children"
+        with open(path) as children:
+            return [int(pid) for pid in children.read().split() if _running(int(pid))]
+
+    def capacity(self) -> dict[str, int]:
+        return dict(httpx.get(self.url + "/capacity", timeout=10).json())
+
+    def stop(self) -> str:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        _, err = self.process.communicate(timeout=30)
+        return err
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    server = Served()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
+    env = OpenEnvEnv(served.url)
+    try:
+        env.reset(seed=0)
+        assert served.capacity()["active_sessions"] == 1
+        workers = served.workers()
+        assert len(workers) == 2
+        # The worker holding the session: the one whose /capacity is never answered by the other
+        holder = next(pid for pid in workers if _has_tcp_session(pid))
+        os.kill(holder, signal.SIGKILL)
+        with pytest.raises(ServerConnectionError):  # its session is gone, with a typed error
+            env.step(env.action_space.sample())
+    finally:
+        env.close()
+    assert wait_for(lambda: len(served.workers()) == 2 and holder not in served.workers())
+    assert served.process.poll() is None  # the server lives on
+    # The dropped session's budget slot was freed; the restarted worker serves sessions.
+    assert wait_for(lambda: served.capacity()["active_sessions"] == 0)
+    assert wait_for(lambda: len({served.capacity()["pid"] for _ in range(20)}) == 2)
+    again = OpenEnvEnv(served.url)
+    try:
+        again.reset(seed=0)
+        again.step(again.action_space.sample())
+    finally:
+        again.close()
+    log = served.stop()
+    assert f"(pid {holder}) was killed by signal 9 (SIGKILL)" in log
+    assert "1 session(s) were dropped; restarting it" in log
+    assert served.process.returncode == 0  # stopped on request
+
+
+def test_workers_that_keep_dying_stop_the_server_with_exit_code_1(served: Served) -> None:
+    for _ in range(20):
+        if served.process.poll() is not None:
+            break
+        killed = served.workers()
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not any(_running(pid) for pid in killed), 10)  # noqa: B023
+        # wait for the restarts (or for the parent to give up)
+        wait_for(lambda: served.process.poll() is not None or len(served.workers()) == 2, 20)
+    log = served.stop()
+    assert served.process.returncode == 1, log
+    assert "giving up" in log
+    assert "ServerWorkerError" in log
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed worker stays a zombie until its parent reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _has_tcp_session(pid: int) -> bool:
+    """Whether ``pid`` holds an established TCP connection (a client session)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    with open(f"/proc/{pid}/net/tcp") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return any(row[3] == "01" and row[9] in inodes for row in rows)  # 01: ESTABLISHED
+
+
+def test_shared_budget_frees_the_slots_of_a_dead_worker() -> None:
+    budget = SharedSessionBudget(3, slots=2)
+    first, second = budget.for_worker(0), budget.for_worker(1)
+    assert [first.try_acquire() for _ in range(2)] == [True, True]
+    assert second.try_acquire()
+    assert not second.try_acquire()
+    budget.clear(0)
+    assert budget.active == 1
+    assert second.try_acquire()
+
+
+@pytest.mark.parametrize(
+    ("exitcode", "text"),
+    [(-9, "was killed by signal 9 (SIGKILL)"), (3, "exited with code 3"), (0, "code 0")],
+)
+def test_describe_exit(exitcode: int, text: str) -> None:
+    assert text in describe_exit(exitcode)
