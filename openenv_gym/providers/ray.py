@@ -202,10 +202,15 @@ class RayServer(ServerProvider):
                 break
             except ray.exceptions.RayActorError as exc:
                 self.stop()
+                if exc.actor_init_failed:
+                    raise ServerStartError(
+                        f"the server actor of {self._command!r} could not be created on its "
+                        f"node (is openenv-gym installed on every node?): {exc}"
+                    ) from None
                 if time.monotonic() > deadline:
                     raise ServerStartError(
-                        f"the server actor of {self._command!r} died before its server was "
-                        f"ready, again for {self.fleet.placement_timeout:g}s: {exc}"
+                        f"the server actors of {self._command!r} kept dying before their server "
+                        f"was ready, for {self.fleet.placement_timeout:g}s; the last: {exc}"
                     ) from None
                 logger.info("a server actor died before it was ready (%s); placing another", exc)
             except BaseException:
@@ -224,7 +229,7 @@ class RayServer(ServerProvider):
         self._actor = actor
         timeout = max(0.0, deadline - time.monotonic())
         try:
-            node_id, node_ip = ray.get(actor.node.remote(), timeout=timeout)
+            _, node_ip = ray.get(actor.node.remote(), timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             wanted = {"CPU", *self.fleet.resources}
             free = {k: v for k, v in ray.available_resources().items() if k in wanted}
@@ -255,7 +260,6 @@ class RayServer(ServerProvider):
             raise ServerStartError(
                 f"the server actor of {self._command!r} on the Ray node {node_ip} failed: {exc}"
             ) from None
-        del node_id
         return location
 
     def stop(self) -> None:

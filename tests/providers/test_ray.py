@@ -25,7 +25,6 @@ import pytest
 from openenv_gym import OpenEnvVectorEnv
 from openenv_gym.errors import (
     FleetConfigError,
-    RayUnavailableError,
     ServerStartError,
     SubEnvError,
     VectorUsageError,
@@ -87,12 +86,29 @@ def test_fleet_local_is_the_default_child_process() -> None:
 
 
 def test_without_ray_init_the_error_names_ray_init() -> None:
-    if ray.is_initialized():
-        pytest.skip("Ray was left initialised by another test")
-    with pytest.raises(RayUnavailableError, match=r"ray\.init\(address="):
-        OpenEnvVectorEnv(CARTPOLE, 2, fleet="ray")
-    with pytest.raises(RayUnavailableError, match=r"ray\.init\(address="):
-        RayServer(["gymnasium"], RayFleet()).start()
+    # In a fresh interpreter: this one may have joined the test cluster already.
+    script = textwrap.dedent(
+        """
+        from openenv_gym import OpenEnvVectorEnv
+        from openenv_gym.errors import RayUnavailableError
+        from openenv_gym.providers.ray import RayFleet, RayServer
+        for attempt in (
+            lambda: OpenEnvVectorEnv("openenv/CartPole-v1", 2, fleet="ray"),
+            lambda: RayServer(["gymnasium"], RayFleet()).start(),
+        ):
+            try:
+                attempt()
+            except RayUnavailableError as exc:
+                print(exc)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stdout + out.stderr
+    for line in lines:
+        assert line.startswith("Ray is not initialised in this process: call ray.init(address=")
 
 
 # --------------------------------------------------------------------------- the cluster
@@ -360,3 +376,28 @@ def test_sb3_trains_on_ray_placed_servers(cluster: LocalRayCluster) -> None:
         assert model.num_timesteps >= 256
     finally:
         vec.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_benchmark_runs_both_fleets(cluster: LocalRayCluster) -> None:
+    from openenv_gym.bench.ray_fleet import (
+        LOCAL_LABEL,
+        best_of,
+        build_parser,
+        format_runs,
+        run_once,
+    )
+
+    args = build_parser().parse_args(["--n", "2", "--per-server", "1", "--seconds", "0.3"])
+    args.warmup, args.repeats = 0.1, 1
+    runs = [
+        best_of([run_once(LOCAL_LABEL, None, args, 0)]),
+        best_of([run_once("Ray actors", SMALL, args, 0)]),
+    ]
+    table = format_runs(runs, args)
+    assert "N=2, 2 servers x 1 sessions" in table
+    rows = [line for line in table.splitlines() if line.startswith(("| child", "| Ray"))]
+    assert len(rows) == 2
+    assert rows[0].split("|")[4].strip() == "1.00"  # the anchor's ratio to itself
+    assert all(run.cell.ok and run.startup_seconds > 0 for run in runs)
