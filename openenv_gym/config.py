@@ -10,7 +10,7 @@ A config is a dict, a YAML file or a JSON file::
     num_envs: 4                        # 1: a gymnasium.Env; more: a VectorEnv
     vectorization: auto                # auto | native | sync | async
     autoreset_mode: next_step          # next_step | same_step | disabled (vector envs)
-    seed: 0
+    seed: 0                            # the first reset's seed (openenv-gym record uses it)
     wrappers:                          # applied in order, innermost first
       - {type: terminate_when, conditions: [{field_bound: {key: 0, low: -1.0, high: 1.0}}]}
       - {type: shape_reward, terms: [{scale: 0.1}]}

@@ -9,21 +9,31 @@ Wire -> Gymnasium mapping:
 
 * ``done`` -> ``terminated``; ``truncated`` comes from the field the schema names with
   ``x-truncated-key`` (our gymnasium servers send one), else it is ``False`` and a
-  ``TimeLimit`` wrapper may add it.
+  ``TimeLimit`` wrapper may add it. With ``x-terminated-key`` (our gymnasium servers) both
+  flags are exact, and both may be true (an episode ending on its last allowed step).
 * ``reward`` -> ``float`` (``0.0`` when the server sends ``null``, e.g. after reset).
 * ``info`` -> the observation's ``metadata``, the reply's top-level ``metadata`` and
-  the observation fields left out of the space.
+  the observation fields left out of the space (e.g. variable-length ``legal_moves``).
+
+Where the schema leaves a shape open (``list[float]`` of unstated length,
+``dict[str, list[float]]``, an ``int`` action without bounds next to ``legal_actions``),
+the env resets once while it is built and takes the shapes from that observation (and an
+``action_spec`` from the state); see :mod:`openenv_gym.spaces.inference`.
+:attr:`OpenEnvEnv.inferred_spaces` lists them and :meth:`OpenEnvEnv.pinning_kwargs` gives the
+keyword arguments that fix them. Fields no space fits are reported in ONE
+:class:`~openenv_gym.errors.SpaceMappingError`, with the ``gym.make`` call to paste.
 
 Example:
     >>> import gymnasium as gym
-    >>> import openenv_gym  # registers the ids  # doctest: +SKIP
-    >>> env = gym.make("openenv/CartPole-v1")  # starts an embedded server  # doctest: +SKIP
-    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
-    >>> env.close()  # doctest: +SKIP
+    >>> import openenv_gym  # registers the ids
+    >>> env = gym.make("openenv/CartPole-v1")  # starts an embedded server
+    >>> obs, info = env.reset(seed=0)
+    >>> env.close()
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
@@ -45,19 +55,28 @@ from openenv_gym.client import (
     resolve_token,
 )
 from openenv_gym.errors import (
+    ActionMaskUnavailableError,
+    EnvNotPicklableError,
     OpenEnvGymError,
     RenderModeUnavailableError,
     SessionClosedError,
+    SpaceMappingError,
 )
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.spaces import (
     ActionCodec,
     ObservationCodec,
     action_codec,
-    action_codec_for_model,
     observation_codec,
-    observation_codec_for_model,
 )
+from openenv_gym.spaces.frames import RENDER_RESET_KEY, X_RENDER_MODES, decode_frame
+from openenv_gym.spaces.inference import (
+    ActionHints,
+    Inference,
+    is_legal_actions_name,
+    sample_at,
+)
+from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
 from openenv_gym.wire.messages import (
     METADATA_PATH,
     ObservationReply,
@@ -68,6 +87,45 @@ from openenv_gym.wire.messages import (
 )
 
 _ENVELOPE_INFO_KEY: Final = "metadata"
+#: The state field our servers put a rendered frame in (see :mod:`openenv_gym.spaces.frames`).
+FRAME_STATE_KEY: Final = "frame"
+
+logger = logging.getLogger("openenv_gym")
+_LOGGED_INFERENCES: set[tuple[str, str]] = set()
+
+
+def _log_inferences(base_url: str, inferred: Sequence[Inference]) -> None:
+    """Log each space taken from the data once per process and server."""
+    for inference in inferred:
+        key = (base_url, inference.describe())
+        if key in _LOGGED_INFERENCES:
+            continue
+        _LOGGED_INFERENCES.add(key)
+        keyword = ENV_KEYWORDS[(inference.role, inference.option)]  # type: ignore[index]
+        logger.info(
+            "%s: the %s field %r has no fixed space in the schema; took %s from %s "
+            "(pin it with %s={%r: ...})",
+            base_url,
+            inference.role,
+            inference.path,
+            inference.value,
+            inference.source,
+            keyword,
+            inference.path,
+        )
+
+
+def episode_flags(
+    codec: ObservationCodec, observation: Mapping[str, Any], done: bool
+) -> tuple[bool, bool]:
+    """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
+    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set."""
+    truncated_key = codec.truncated_key
+    truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
+    terminated_key = codec.terminated_key
+    if terminated_key is not None and terminated_key in observation:
+        return bool(observation[terminated_key]), truncated
+    return bool(done) and not truncated, truncated
 
 
 def _close_session_soon(session: SyncSession) -> None:
@@ -90,7 +148,11 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             (e.g. ``{"action_id": Discrete(6)}``).
         observation_field_spaces: Explicit spaces for observation fields.
         observation_field_shapes: Shapes for variable-length list fields
-            (e.g. ``{"screen": (210, 160, 3)}``).
+            (e.g. ``{"screen": (210, 160, 3)}``); for a ``dict[str, list]`` field, one entry
+            per key (``{"observations.position": (4,)}``). Pins shapes otherwise taken from
+            the reset observation.
+        action_field_shapes: Shapes for action arrays of unstated length
+            (e.g. ``{"values": (6,)}``); otherwise taken from the state's ``action_spec``.
         observation_exclude: Observation fields to leave out of the space (they go to info).
         action_include: Optional action fields (with defaults) to put into the action space.
         reset_kwargs: Extra keys sent with every reset (``options`` are merged over them).
@@ -101,23 +163,26 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         token: A bearer token for servers that require one (``--token``); default: the
             ``OPENENV_TOKEN`` environment variable. A wrong or missing one raises
             :class:`~openenv_gym.errors.AuthenticationError`.
-        render_mode: ``None`` or ``"rgb_array"`` (served when the observation holds an
-            RGB image, a ``uint8`` Box of shape ``(H, W, 3)``).
+        render_mode: ``None`` or ``"rgb_array"``: the image of the observation (a ``uint8``
+            Box of shape ``(H, W, 3)``), else a frame the server renders (our gymnasium
+            servers). ``metadata["render_modes"]`` says which this env has.
         encoding: ``"auto"`` (raw-byte observation arrays when the server supports the
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
-        open_session: ``False`` builds the spaces (and starts the server) without opening a
-            session; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
+        open_session: ``False`` builds the spaces (and starts the server) without keeping a
+            session open; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
             :meth:`detach`.
 
     Raises:
         ServerConnectionError: The server cannot be reached.
         NotAnOpenEnvServerError: The URL does not serve the OpenEnv protocol.
-        SpaceMappingError: A schema field has no Gymnasium space; pass one explicitly.
+        SpaceMappingError: Schema fields have no Gymnasium space; the message lists every
+            one (action and observation) and the keyword arguments to pass.
+        RenderModeUnavailableError: ``render_mode`` is not in this env's render modes.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
+    metadata: dict[str, Any] = {"render_modes": [], "render_fps": 30}
 
     def __init__(
         self,
@@ -131,6 +196,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         observation_field_shapes: Mapping[str, Sequence[int]] | None = None,
         observation_exclude: Collection[str] = (),
         action_include: Collection[str] = (),
+        action_field_shapes: Mapping[str, Sequence[int]] | None = None,
         reset_kwargs: Mapping[str, Any] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
@@ -151,30 +217,20 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
+        self._legal: Any = None
+        self.metadata = dict(type(self).metadata)  # render modes are per instance
         self.encoding = check_encoding(encoding)
         self._token = resolve_token(token)
+        self._mapping_options: dict[str, Any] = {
+            "action_field_spaces": dict(action_field_spaces or {}),
+            "action_field_shapes": dict(action_field_shapes or {}),
+            "action_include": list(action_include),
+            "observation_field_spaces": dict(observation_field_spaces or {}),
+            "observation_field_shapes": dict(observation_field_shapes or {}),
+            "observation_exclude": list(observation_exclude),
+        }
         try:
             self.base_url = self._provider.start()
-            self._action_codec, self._observation_codec = self._build_codecs(
-                action_model=action_model,
-                observation_model=observation_model,
-                action_field_spaces=action_field_spaces,
-                observation_field_spaces=observation_field_spaces,
-                observation_field_shapes=observation_field_shapes,
-                observation_exclude=observation_exclude,
-                action_include=action_include,
-                timeout=connect_timeout,
-            )
-            self.action_space = self._action_codec.space
-            self.observation_space = self._observation_codec.space
-            self._image_path = _find_rgb_image(self.observation_space)
-            if render_mode is not None and (render_mode != "rgb_array" or self._image_path is None):
-                raise RenderModeUnavailableError(
-                    f"render_mode={render_mode!r} is not available here: expected None, or "
-                    "'rgb_array' for an env whose observation holds a uint8 (H, W, 3) image; "
-                    f"this env's observation space is {self.observation_space}"
-                )
-            self.render_mode = render_mode
             self._reset_kwargs = dict(reset_kwargs or {})
             self._connect_options: dict[str, Any] = {
                 "connect_timeout": connect_timeout,
@@ -183,59 +239,140 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 "headers": dict(headers or {}),
                 "token": self._token,
             }
-            if open_session:
-                self._session = SyncSession.connect(
-                    self.base_url,
-                    connect_timeout=connect_timeout,
-                    reply_timeout=reply_timeout,
-                    max_message_size=max_message_size,
-                    headers=headers,
-                    encoding=encoding,
-                    token=self._token,
+            schema = self._schemas(action_model, observation_model, connect_timeout)
+            self._action_codec, self._observation_codec = self._build_codecs(schema)
+            self.action_space = self._action_codec.space
+            self.observation_space = self._observation_codec.space
+            self._image_path = _find_rgb_image(self.observation_space)
+            remote_modes = schema["observation"].get(X_RENDER_MODES) or []
+            self._remote_render = self._image_path is None and "rgb_array" in remote_modes
+            render_modes = (
+                ["rgb_array"] if self._image_path is not None or self._remote_render else []
+            )
+            self.metadata["render_modes"] = render_modes
+            if render_mode is not None and render_mode not in render_modes:
+                raise RenderModeUnavailableError(
+                    f"render_mode={render_mode!r} is not available here: this env's render "
+                    f"modes are {render_modes} (metadata['render_modes']): 'rgb_array' needs an "
+                    "observation holding a uint8 (H, W, 3) image or a server that renders "
+                    f"frames; this env's observation space is {self.observation_space}"
                 )
-                weakref.finalize(self, _close_session_soon, self._session)
+            self.render_mode = render_mode
+            if open_session:
+                self._open_session()
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ set-up
 
-    def _build_codecs(
+    def _open_session(self) -> SyncSession:
+        if self._session is None:
+            options = self._connect_options
+            self._session = SyncSession.connect(
+                self.base_url,
+                connect_timeout=options["connect_timeout"],
+                reply_timeout=options["reply_timeout"],
+                max_message_size=options["max_message_size"],
+                headers=options["headers"],
+                encoding=self.encoding,
+                token=self._token,
+            )
+            weakref.finalize(self, _close_session_soon, self._session)
+        return self._session
+
+    def _schemas(
         self,
-        *,
         action_model: type[BaseModel] | None,
         observation_model: type[BaseModel] | None,
-        action_field_spaces: Mapping[str, spaces.Space[Any]] | None,
-        observation_field_spaces: Mapping[str, spaces.Space[Any]] | None,
-        observation_field_shapes: Mapping[str, Sequence[int]] | None,
-        observation_exclude: Collection[str],
-        action_include: Collection[str],
         timeout: float,
-    ) -> tuple[ActionCodec, ObservationCodec]:
-        needs_schema = action_model is None or observation_model is None
-        schema = (
-            self._adapt_schema(fetch_schema(self.base_url, timeout=timeout, token=self._token))
-            if needs_schema
-            else {}
-        )
-        if action_model is not None:
-            act = action_codec_for_model(
-                action_model, field_spaces=action_field_spaces, include=action_include
+    ) -> dict[str, Any]:
+        """The action and observation JSON Schemas: the models', else ``GET /schema``'s."""
+        schema: dict[str, Any] = {}
+        if action_model is None or observation_model is None:
+            schema = self._adapt_schema(
+                fetch_schema(self.base_url, timeout=timeout, token=self._token)
             )
-        else:
-            act = action_codec(
-                schema["action"], field_spaces=action_field_spaces, include=action_include
+        for role, model in (("action", action_model), ("observation", observation_model)):
+            if model is not None:
+                if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                    raise SpaceMappingError(
+                        f"expected {role}_model as a pydantic BaseModel subclass, got {model!r}",
+                        field="",
+                    )
+                schema[role] = model.model_json_schema()
+        return schema
+
+    def _build_codecs(self, schema: Mapping[str, Any]) -> tuple[ActionCodec, ObservationCodec]:
+        """Map both schemas; reset once for open shapes; raise ONE error for what is left."""
+        act, obs, problems = self._map(schema, None, None)
+        if problems and any(p.needs_data for p in problems):
+            sample, hints = self._probe(schema)
+            act, obs, problems = self._map(schema, sample, hints)
+        if problems or act is None or obs is None:
+            raise SpaceMappingError(
+                format_problems(
+                    problems,
+                    ENV_KEYWORDS,
+                    call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+                ),
+                field=problems[0].path if problems else "",
+                schema=problems[0].fragment if problems else None,
+                problems=tuple(problems),
             )
-        obs_kwargs: dict[str, Any] = {
-            "field_spaces": observation_field_spaces,
-            "field_shapes": observation_field_shapes,
-            "exclude": observation_exclude,
-        }
-        if observation_model is not None:
-            obs = observation_codec_for_model(observation_model, **obs_kwargs)
-        else:
-            obs = observation_codec(schema["observation"], **obs_kwargs)
+        _log_inferences(self.base_url, (*act.inferred, *obs.inferred))
         return act, obs
+
+    def _map(
+        self,
+        schema: Mapping[str, Any],
+        sample: Mapping[str, Any] | None,
+        hints: ActionHints | None,
+    ) -> tuple[ActionCodec | None, ObservationCodec | None, list[MappingProblem]]:
+        options = self._mapping_options
+        problems: list[MappingProblem] = []
+        act = obs = None
+        try:
+            act = action_codec(
+                schema["action"],
+                field_spaces=options["action_field_spaces"],
+                field_shapes=options["action_field_shapes"],
+                include=options["action_include"],
+                hints=hints,
+            )
+        except SpaceMappingError as exc:
+            if not exc.problems:
+                raise
+            problems.extend(exc.problems)
+        try:
+            obs = observation_codec(
+                schema["observation"],
+                field_spaces=options["observation_field_spaces"],
+                field_shapes=options["observation_field_shapes"],
+                exclude=options["observation_exclude"],
+                sample=sample,
+            )
+        except SpaceMappingError as exc:
+            if not exc.problems:
+                raise
+            problems.extend(exc.problems)
+        return act, obs, problems
+
+    def _probe(self, schema: Mapping[str, Any]) -> tuple[dict[str, Any], ActionHints]:
+        """One reset (and a state request) to take open shapes from."""
+        session = self._open_session()
+        reply = session.request_observation(reset_message(**self._reset_kwargs))
+        sample = dict(reply.observation)
+        legal = None
+        for name in schema["observation"].get("properties") or {}:
+            if is_legal_actions_name(name) and isinstance(sample.get(name), list):
+                legal = sample[name]
+                break
+        spec = None
+        state = session.request(state_message())
+        if isinstance(state, StateReply) and isinstance(state.state.get("action_spec"), dict):
+            spec = state.state["action_spec"]
+        return sample, ActionHints(legal=legal, spec=spec)
 
     def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Hook for subclasses that know a server family: complete ``GET /schema`` (e.g.
@@ -245,7 +382,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     @property
     def binary(self) -> bool:
         """Whether this session receives observation arrays as raw bytes."""
-        return self._session is not None and self._session.session.binary
+        return self._session is not None and self._session.binary
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -259,9 +396,12 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         super().reset(seed=seed)
         session = self._require_session()
         data = {**self._reset_kwargs, **(options or {})}
+        if self._remote_render and self.render_mode == "rgb_array":
+            data[RENDER_RESET_KEY] = True
         reply = session.request_observation(reset_message(seed=seed, **data))
         observation = self._observation_codec.decode(reply.observation)
         self._last_observation = observation
+        self._record_legal(reply)
         return observation, self._info(reply)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -270,25 +410,86 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         Raises:
             ActionOutOfSpaceError: ``action`` is not in ``action_space`` (nothing is sent).
         """
-        wire_action = self._action_codec.encode(action)
+        wire_action = self._encode_action(action)
         session = self._require_session()
         reply = session.request_observation(step_message(wire_action))
         observation = self._observation_codec.decode(reply.observation)
         self._last_observation = observation
-        key = self._observation_codec.truncated_key
-        truncated = bool(reply.observation.get(key, False)) if key else False
-        terminated = bool(reply.done) and not truncated
+        self._record_legal(reply)
+        terminated, truncated = episode_flags(
+            self._observation_codec, reply.observation, bool(reply.done)
+        )
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)
 
+    def _encode_action(self, action: Any) -> dict[str, Any]:
+        """The wire action of ``action`` (a hook for envs that know their game's state)."""
+        return self._action_codec.encode(action)
+
     def render(self) -> np.ndarray | None:  # type: ignore[override]
-        """The last observation's RGB image for ``render_mode="rgb_array"``, else ``None``."""
+        """For ``render_mode="rgb_array"``: the last observation's RGB image, or the frame
+        the server renders (asked with a ``state`` message); else ``None``."""
         if self.render_mode != "rgb_array" or self._last_observation is None:
             return None
+        if self._remote_render:
+            frame = self.state().get(FRAME_STATE_KEY)
+            return None if frame is None else decode_frame(frame)
         value = self._last_observation
         for key in self._image_path or ():
             value = value[key]
         return np.asarray(value)
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of the last observation as a ``bool`` mask over the action space
+        (what sb3-contrib's ``MaskablePPO`` asks for).
+
+        Raises:
+            ActionMaskUnavailableError: The observation lists no legal actions, or the action
+                space is not ``Discrete``.
+        """
+        legal_key = self._observation_codec.legal_key
+        if legal_key is None or not self._action_codec.maskable:
+            raise ActionMaskUnavailableError(
+                "this env has no action mask: it needs a Discrete action space (or an enum) and "
+                "an observation field listing the legal actions (legal_actions, legal_moves, "
+                f"valid_actions, ...); action space {self.action_space}, legal field {legal_key!r}"
+            )
+        if self._legal is None:
+            raise ActionMaskUnavailableError("call reset() before action_masks()")
+        return self._action_codec.mask(self._legal, legal_key)
+
+    def _record_legal(self, reply: ObservationReply) -> None:
+        legal_key = self._observation_codec.legal_key
+        if legal_key is not None:
+            self._legal = sample_at(reply.observation, legal_key)
+
+    @property
+    def inferred_spaces(self) -> tuple[Inference, ...]:
+        """The spaces taken from the data (reset observation, state) rather than the schema."""
+        return (*self._action_codec.inferred, *self._observation_codec.inferred)
+
+    def pinning_kwargs(self) -> str:
+        """The keyword arguments that pin :attr:`inferred_spaces`, as Python source."""
+        grouped: dict[str, list[str]] = {}
+        for inference in self.inferred_spaces:
+            keyword = ENV_KEYWORDS[(inference.role, inference.option)]  # type: ignore[index]
+            grouped.setdefault(keyword, []).append(f"{inference.path!r}: {inference.value}")
+        return ", ".join(f"{k}={{{', '.join(v)}}}" for k, v in grouped.items())
+
+    def __getstate__(self) -> Any:
+        """An env holds a live session: refuse, and say how to ship a creator instead."""
+        spec = getattr(self, "spec", None)
+        if spec is not None:
+            kwargs = ", ".join(f"{k}={v!r}" for k, v in spec.kwargs.items())
+            creator = f"lambda: gym.make({spec.id!r}{', ' if kwargs else ''}{kwargs})"
+        else:
+            creator = f"lambda: gym.make('openenv/Remote-v0', base_url={self.base_url!r})"
+        raise EnvNotPicklableError(
+            f"{type(self).__name__} holds a live WebSocket session to a server and cannot be "
+            "pickled or copied. Pass a creator instead, which each process calls to open its "
+            f"own session: {creator} (e.g. SubprocVecEnv([creator] * n), "
+            "gym.make_vec(id, num_envs=n, **kwargs), or RLlib's register_env(name, creator))"
+        )
 
     def close(self) -> None:
         """End the session and stop the server if this env started it. Idempotent."""
@@ -376,8 +577,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:
     """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged."""
     extras = codec.extras(reply.observation)
-    truncated_key = codec.truncated_key
-    info = {k: v for k, v in extras.items() if k not in (_ENVELOPE_INFO_KEY, truncated_key)}
+    flags = (_ENVELOPE_INFO_KEY, codec.truncated_key, codec.terminated_key)
+    info = {k: v for k, v in extras.items() if k not in flags}
     nested = extras.get(_ENVELOPE_INFO_KEY)
     if isinstance(nested, dict):
         info.update(nested)

@@ -119,12 +119,18 @@ class SpaceMappingError(OpenEnvGymError, ValueError):
     Attributes:
         field: Dotted path of the field (``"screen"``, ``"board.cells"``).
         schema: The JSON Schema fragment that was seen.
+        problems: Every field (action and observation) that cannot be mapped, as
+            :class:`~openenv_gym.spaces.problems.MappingProblem` objects; ``()`` when the
+            error is about the schema as a whole.
     """
 
-    def __init__(self, message: str, *, field: str, schema: Any = None) -> None:
+    def __init__(
+        self, message: str, *, field: str, schema: Any = None, problems: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.field = field
         self.schema = schema
+        self.problems = problems
 
 
 class CodecError(OpenEnvGymError, ValueError):
@@ -147,6 +153,20 @@ class ObservationMismatchError(CodecError):
     """A server observation does not match the observation space derived from its schema."""
 
 
+class ActionMaskUnavailableError(OpenEnvGymError, RuntimeError):
+    """``action_masks()`` was asked of an env whose observation lists no legal actions (or
+    whose action space is not discrete), or before the first ``reset``."""
+
+
+class EnvNotPicklableError(OpenEnvGymError, TypeError):
+    """An env holding a live session was pickled or copied; ship a creator instead."""
+
+
+class ServerMismatchError(OpenEnvGymError, ValueError):
+    """The server runs something other than what the client was configured for (e.g. an
+    Atari server playing another game); the message quotes what the server said."""
+
+
 # --------------------------------------------------------------------------- providers
 
 
@@ -163,16 +183,19 @@ class ServerStartError(OpenEnvGymError, RuntimeError):
 
 
 __all__ = [
+    "ActionMaskUnavailableError",
     "ActionOutOfSpaceError",
     "CapacityReachedError",
     "CodecError",
     "ConnectionLostError",
+    "EnvNotPicklableError",
     "NotAnOpenEnvServerError",
     "ObservationMismatchError",
     "OpenEnvGymError",
     "ProtocolError",
     "ReplyTimeoutError",
     "ServerConnectionError",
+    "ServerMismatchError",
     "ServerReplyError",
     "ServerStartError",
     "SessionClosedError",
@@ -340,6 +363,29 @@ class InsecureBindError(OpenEnvGymError, ValueError):
 
 
 __all__ += ["InsecureBindError", "ServerWorkerError"]
+
+
+# --------------------------------------------------------------------------- packaging
+
+
+class MissingExtraError(OpenEnvGymError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install.
+
+    Raised by :func:`openenv_gym.extras.optional_imports`. It is an ``ImportError``, so code
+    that falls back when a package is missing keeps working.
+
+    Attributes:
+        module: The top-level module that is missing (``"ale_py"``).
+        extra: The openenv-gym extra that installs it (``"atari"``).
+    """
+
+    def __init__(self, message: str, *, module: str, extra: str) -> None:
+        super().__init__(message, name=module)
+        self.module = module
+        self.extra = extra
+
+
+__all__ += ["MissingExtraError"]
 
 
 # --------------------------------------------------------------------------- ray fleet

@@ -86,10 +86,14 @@ def make_gymnasium_env(
 def register_envs() -> None:
     """Register the ``openenv/...`` ids with Gymnasium. Safe to call more than once."""
     for gym_id in SERVED_GYMNASIUM_IDS:
+        local = gym.spec(gym_id)
         _register(
             f"{NAMESPACE}/{gym_id}",
             entry_point="openenv_gym.registration:make_gymnasium_env",
             kwargs={"env_id": gym_id},
+            # The served id's limits: gym.make adds the same TimeLimit the server applies.
+            max_episode_steps=local.max_episode_steps,
+            reward_threshold=local.reward_threshold,
         )
     _register(
         f"{NAMESPACE}/Gymnasium-v0", entry_point="openenv_gym.registration:make_gymnasium_env"
@@ -123,6 +127,7 @@ def register_vector_entry_points() -> None:
     _set_vector_entry_point(f"{NAMESPACE}/Gymnasium-v0")
     _set_vector_entry_point(f"{NAMESPACE}/Remote-v0")
     _set_vector_entry_point(f"{NAMESPACE}/Atari-v0")
+    _set_vector_entry_point(f"{NAMESPACE}/Chess-v0")
 
 
 def _set_vector_entry_point(env_id: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from openenv_gym.errors import WrapperConfigError
+from openenv_gym.extras import optional_imports
 
 __all__ = ["config_path", "load_config", "validate"]
 
@@ -91,12 +92,8 @@ def load_config(path: str | Path) -> Any:
         except json.JSONDecodeError as exc:
             raise WrapperConfigError(f"{str(path)!r} is not valid JSON: {exc}") from exc
     if suffix in (".yaml", ".yml"):
-        try:
+        with optional_imports(f"reading {str(path)!r}"):
             import yaml
-        except ImportError as exc:
-            raise WrapperConfigError(
-                f"reading {str(path)!r} needs pyyaml: pip install 'openenv-gym[yaml]'"
-            ) from exc
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:

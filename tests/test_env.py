@@ -14,6 +14,7 @@ from pydantic import Field
 
 import openenv_gym
 from openenv_gym import OpenEnvEnv
+from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
     ObservationMismatchError,
@@ -34,8 +35,8 @@ def _checker_warnings(env: gym.Env[Any, Any]) -> set[str]:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        gymnasium_check_env(env, skip_render_check=True)
-        sb3_check_env(env, warn=True, skip_render_check=True)
+        gymnasium_check_env(env)
+        sb3_check_env(env, warn=True)
     return {str(w.message) for w in caught}
 
 
@@ -139,9 +140,34 @@ def test_wrong_url_is_a_connection_error() -> None:
         gym.make("openenv/Remote-v0", base_url=f"http://127.0.0.1:{free_port()}")
 
 
-def test_rgb_render_mode_is_refused_without_an_image(cartpole_url: str) -> None:
-    with pytest.raises(UnsupportedRenderModeError, match="rgb_array"):
-        OpenEnvEnv(cartpole_url, render_mode="rgb_array")
+def test_rgb_render_mode_is_refused_without_an_image_or_a_rendering_server() -> None:
+    server = gymnasium_server("CartPole-v1", make_kwargs={"render_mode": None})
+    with ServerThread(server) as running:
+        env = OpenEnvEnv(running.url)
+        assert env.metadata["render_modes"] == []
+        env.close()
+        with pytest.raises(UnsupportedRenderModeError, match="rgb_array"):
+            OpenEnvEnv(running.url, render_mode="rgb_array")
+
+
+def test_cartpole_renders_remotely_like_local_cartpole() -> None:
+    # The embedded server is another process: pygame is never used by two threads of one.
+    env = gym.make("openenv/CartPole-v1", render_mode="rgb_array")
+    local = gym.make("CartPole-v1", render_mode="rgb_array")
+    try:
+        assert env.metadata["render_modes"] == ["rgb_array"]
+        env.reset(seed=3)
+        local.reset(seed=3)
+        for action in (0, 1, 1):
+            env.step(action)
+            local.step(action)
+        frame = env.render()
+        assert frame is not None
+        assert frame.dtype == np.uint8
+        np.testing.assert_array_equal(frame, local.render())
+    finally:
+        env.close()
+        local.close()
 
 
 # --------------------------------------------------------------------------- custom servers

@@ -181,7 +181,7 @@ def run_cell(cell: PlannedCell, seconds: float, warmup: float, notes: list[str])
 
 
 def machine() -> str:
-    """The machine, for the report header: host, CPU model, cores, load average, Python."""
+    """The machine, for the report header: host, CPU model, cores, Python."""
     model = ""
     try:
         with open("/proc/cpuinfo") as handle:
@@ -190,11 +190,15 @@ def machine() -> str:
             )
     except OSError:
         model = platform.processor()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
-        f"{platform.node() or 'host'} ({model or platform.machine()}, {os.cpu_count()} cores, "
-        f"load average {load:.1f} at the start), Python {platform.python_version()}"
+        f"{platform.node() or 'host'} ({model or platform.machine()}, {os.cpu_count()} cores), "
+        f"Python {platform.python_version()}"
     )
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the OS has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
 def versions() -> str:
@@ -284,8 +288,8 @@ def run_and_report(
 ) -> Report:
     """Run ``groups`` and write the report; ``what`` says what ran (for the header)."""
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    host = machine()
-    log(f"benchmarks: {what}; {host}")
+    host, load_at_start = machine(), load_average()
+    log(f"benchmarks: {what}; {host}, load average {load_at_start:.1f}")
     started = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -293,6 +297,10 @@ def run_and_report(
     header = {
         "Date": date,
         "Machine": host,
+        "Load average": (
+            f"{load_at_start:.1f} at the start, {load_average():.1f} at the end (above the "
+            f"number of cores, other work shares the CPU: compare ratios, not absolute rates)"
+        ),
         "Versions": versions(),
         "Run": f"{what}; it took {_clock(time.monotonic() - started)}",
         "Latency": "one step() call (N env steps at N > 1)",

@@ -1,10 +1,19 @@
 """openenv-gym check URL: is this an OpenEnv server our Gymnasium env can train on?
 
 Checks, in order: GET /health, GET /schema, GET /metadata, the Gymnasium spaces derived
-from the schema (printed as a tree), one episode with random actions over the WebSocket,
-and gymnasium's check_env. It prints a report meant to be pasted into an issue and exits
-with 1 when a check fails (0 when all pass); --debug adds tracebacks to the report.
+from the schema (printed as a tree, with the shapes taken from the reset observation and
+the fields left to info), one episode with random actions over the WebSocket, and
+gymnasium's check_env with its defaults (render modes included). It prints a report meant
+to be pasted into an issue, ending with the ``gym.make(...)`` call that works (the options
+given plus the pins of the shapes taken from the data), and exits with 1 when a check fails
+(0 when all pass); --json prints the same as one JSON object; --debug adds tracebacks.
 A server started with a token needs --token (or OPENENV_TOKEN).
+
+The mapping options are those of ``gym.make("openenv/Remote-v0", ...)``:
+``--observation-exclude F``, ``--action-include F``, ``--observation-field-shape F=4,4``,
+``--action-field-shape F=6``, ``--observation-field-space F=JSON`` and
+``--action-field-space F=JSON`` (a space as ``openenv_gym.spaces.space_to_json`` writes it,
+e.g. ``'{"type": "Discrete", "n": 7}'``); each may be repeated.
 
 Example:
 
@@ -13,6 +22,7 @@ Example:
       openenv-gym 0.1.0, gymnasium 1.2.2, numpy 2.4.6, Python 3.11.7 (Linux-...)
     [ok]   health     {"status": "healthy"} in 2.1 ms
     ...
+    works: gym.make('openenv/Remote-v0', base_url='http://127.0.0.1:8000')
     result: PASS (6 checks)
 """
 
@@ -35,6 +45,7 @@ from gymnasium import spaces
 
 from openenv_gym.cli.arguments import positive_int
 from openenv_gym.cli.command import Command, description_from_docstring
+from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -102,8 +113,11 @@ class Checker:
         seed: int,
         timeout: float,
         debug: bool,
+        mapping: dict[str, Any] | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.mapping = {k: v for k, v in (mapping or {}).items() if v}
+        self.make_call: str | None = None
         self.token = token
         self.max_steps = max_steps
         self.seed = seed
@@ -116,8 +130,11 @@ class Checker:
         try:
             summary, details = check()
         except Exception as exc:
-            first = str(exc).splitlines()[0] if str(exc) else ""
-            details = traceback.format_exc().rstrip().splitlines() if self.debug else []
+            lines = str(exc).splitlines()
+            first = lines[0] if lines else ""
+            details = lines[1:] if isinstance(exc, SpaceMappingError) else []
+            if self.debug:
+                details += traceback.format_exc().rstrip().splitlines()
             self.results.append(CheckResult(name, False, f"{type(exc).__name__}: {first}", details))
             return False
         self.results.append(CheckResult(name, True, summary, details))
@@ -155,12 +172,51 @@ class Checker:
         return json.dumps(shown) if shown else "(no name/version)", []
 
     def spaces(self) -> tuple[str, list[str]]:
-        from openenv_gym.env import OpenEnvEnv
+        import gymnasium as gym
 
-        self.env = OpenEnvEnv(self.url, token=self.token, connect_timeout=self.timeout)
-        lines = space_tree(self.env.action_space, "action_space")
-        lines += space_tree(self.env.observation_space, "observation_space")
-        return "derived from the schema", lines
+        import openenv_gym  # noqa: F401  (registers openenv/Remote-v0)
+
+        made = gym.make(
+            "openenv/Remote-v0",
+            base_url=self.url,
+            token=self.token,
+            connect_timeout=self.timeout,
+            disable_env_checker=True,
+            **self.mapping,
+        )
+        self.env = made.unwrapped
+        env = self.env
+        lines = space_tree(env.action_space, "action_space")
+        lines += space_tree(env.observation_space, "observation_space")
+        for inference in env.inferred_spaces:
+            lines.append(f"taken from the data: {inference.describe()}")
+        codec = env.observation_codec
+        for path, why in codec.variable.items():
+            lines.append(f"left to info: {path!r} ({why})")
+        if codec.legal_key is not None and env.action_codec.maskable:
+            lines.append(f"action_masks(): from {codec.legal_key!r}")
+        kwargs = [f"{k}={v!r}" for k, v in self._mapping_source().items()]
+        pins = env.pinning_kwargs()
+        self.make_call = (
+            f"gym.make('openenv/Remote-v0', base_url={self.url!r}"
+            + "".join(f", {k}" for k in kwargs)
+            + (f", {pins}" if pins else "")
+            + ")"
+        )
+        summary = "derived from the schema"
+        if env.inferred_spaces:
+            summary += f" and the reset observation ({len(env.inferred_spaces)} inferred)"
+        return summary, lines
+
+    def _mapping_source(self) -> dict[str, Any]:
+        """The options given, as values whose repr is Python source for ``gym.make``."""
+        out: dict[str, Any] = {}
+        for key, value in self.mapping.items():
+            if key.endswith("field_spaces"):
+                out[key] = {path: _SpaceSource(space) for path, space in value.items()}
+            else:
+                out[key] = value
+        return out
 
     def episode(self) -> tuple[str, list[str]]:
         env = self.env
@@ -190,7 +246,7 @@ class Checker:
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            check_env(self.env, skip_render_check=True)
+            check_env(self.env)
         details = [f"warning: {_ANSI.sub('', str(w.message)).splitlines()[0]}" for w in caught]
         return f"passed ({len(caught)} warning(s))", details
 
@@ -217,8 +273,79 @@ class Checker:
                 out.write(f"         {line}\n")
         failed = [r.name for r in self.results if not r.ok]
         verdict = f"FAIL ({', '.join(failed)})" if failed else "PASS"
+        if self.make_call is not None:
+            out.write(f"works: {self.make_call}\n" if not failed else f"tried: {self.make_call}\n")
         out.write(f"result: {verdict} ({len(self.results)} checks)\n")
         out.flush()
+
+    def report_json(self, out: TextIO) -> None:
+        """Write the report as one JSON object."""
+        env = self.env
+        body = {
+            "url": self.url,
+            "versions": _versions(),
+            "passed": all(r.ok for r in self.results),
+            "checks": [
+                {"name": r.name, "ok": r.ok, "summary": r.summary, "details": r.details}
+                for r in self.results
+            ],
+            "make_call": self.make_call,
+            "inferred": [
+                {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
+                for i in (env.inferred_spaces if env is not None else ())
+            ],
+            "info_fields": dict(env.observation_codec.variable) if env is not None else {},
+        }
+        out.write(json.dumps(body, indent=2) + "\n")
+        out.flush()
+
+
+class _SpaceSource:
+    """A space whose repr is the ``gymnasium.spaces`` call that builds it."""
+
+    def __init__(self, space: spaces.Space[Any]) -> None:
+        self.space = space
+
+    def __repr__(self) -> str:
+        from openenv_gym.spaces.inference import space_source
+
+        return space_source(self.space)
+
+
+def _field_option(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
+    return name, value
+
+
+def field_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``"screen=210,160,3"`` -> ``("screen", (210, 160, 3))``."""
+    name, value = _field_option(text)
+    try:
+        shape = tuple(int(n) for n in value.replace("(", "").replace(")", "").split(",") if n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected FIELD=N[,N...] (e.g. screen=210,160,3), got {text!r}"
+        ) from None
+    if any(n < 0 for n in shape):
+        raise argparse.ArgumentTypeError(f"expected sizes >= 0, got {text!r}")
+    return name, shape
+
+
+def field_space(text: str) -> tuple[str, spaces.Space[Any]]:
+    """``'action_id={"type": "Discrete", "n": 6}'`` -> ``("action_id", Discrete(6))``."""
+    from openenv_gym.errors import CodecError
+    from openenv_gym.spaces import space_from_json
+
+    name, value = _field_option(text)
+    try:
+        return name, space_from_json(json.loads(value), field=name)
+    except (ValueError, CodecError, SpaceMappingError) as exc:
+        raise argparse.ArgumentTypeError(
+            f'expected FIELD=JSON of a space (e.g. \'action_id={{"type": "Discrete", '
+            f'"n": 6}}\'), got {text!r}: {exc}'
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -239,6 +366,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="reset seed and action sampling seed (default: 0)"
     )
+    mapping = parser.add_argument_group(
+        "mapping options (those of gym.make('openenv/Remote-v0', ...); each may be repeated)"
+    )
+    mapping.add_argument(
+        "--observation-exclude",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="leave an observation field out of the space (it goes to info)",
+    )
+    mapping.add_argument(
+        "--action-include",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="put an optional action field (one with a default) into the action space",
+    )
+    for role in ("observation", "action"):
+        mapping.add_argument(
+            f"--{role}-field-shape",
+            action="append",
+            type=field_shape,
+            default=[],
+            metavar="FIELD=N,N",
+            help=f"the shape of a {role} array of unstated length",
+        )
+        mapping.add_argument(
+            f"--{role}-field-space",
+            action="append",
+            type=field_space,
+            default=[],
+            metavar="FIELD=JSON",
+            help=f"an explicit space for a {role} field, as JSON (space_to_json)",
+        )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as one JSON object (checks, inferred spaces, gym.make call)",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -257,9 +423,20 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         timeout=args.timeout,
         debug=bool(getattr(args, "debug", False)),
+        mapping={
+            "observation_exclude": list(args.observation_exclude),
+            "action_include": list(args.action_include),
+            "observation_field_shapes": dict(args.observation_field_shape),
+            "action_field_shapes": dict(args.action_field_shape),
+            "observation_field_spaces": dict(args.observation_field_space),
+            "action_field_spaces": dict(args.action_field_space),
+        },
     )
     passed = checker.run_all()
-    checker.report(sys.stdout)
+    if args.json:
+        checker.report_json(sys.stdout)
+    else:
+        checker.report(sys.stdout)
     return 0 if passed else 1
 
 

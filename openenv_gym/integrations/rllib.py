@@ -30,6 +30,7 @@ from typing import Any, Final, TypeVar
 
 import gymnasium as gym
 
+from openenv_gym.extras import optional_imports
 from openenv_gym.vector import OpenEnvVectorEnv
 
 #: The prefix that makes Gymnasium import this package before looking an id up.
@@ -86,7 +87,8 @@ def register_env(env_id: str, name: str | None = None) -> str:
 
     Call it in the driver; RLlib ships registered creators to its workers.
     """
-    from ray import tune
+    with optional_imports("openenv_gym.integrations.rllib.register_env"):
+        from ray import tune
 
     registered = name or env_id
     tune.register_env(registered, env_creator(env_id))

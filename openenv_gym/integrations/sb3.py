@@ -13,10 +13,13 @@ write attributes of the vector env, which all sub-envs share (``observation_spac
 server-side state; no sub-env is wrapped by a ``gymnasium.Wrapper``.
 
 Example:
-    >>> from stable_baselines3 import PPO  # doctest: +SKIP
-    >>> from openenv_gym.integrations.sb3 import make_vec_env  # doctest: +SKIP
-    >>> vec = make_vec_env("openenv/CartPole-v1", n_envs=4, seed=0)  # doctest: +SKIP
-    >>> PPO("MlpPolicy", vec).learn(10_000)  # doctest: +SKIP
+    >>> from stable_baselines3 import PPO
+    >>> from openenv_gym.integrations.sb3 import make_vec_env
+    >>> vec = make_vec_env("openenv/CartPole-v1", n_envs=4, seed=0)
+    >>> model = PPO("MlpPolicy", vec, n_steps=32, batch_size=64).learn(128)
+    >>> model.num_timesteps
+    128
+    >>> vec.close()
 """
 
 from __future__ import annotations
@@ -28,15 +31,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
-from stable_baselines3.common.vec_env.base_vec_env import (
-    VecEnvIndices,
-    VecEnvObs,
-    VecEnvStepReturn,
-)
 
 from openenv_gym.errors import VectorUsageError
+from openenv_gym.extras import optional_imports
 from openenv_gym.vector import OpenEnvVectorEnv
+
+with optional_imports("openenv_gym.integrations.sb3 (Stable-Baselines3 VecEnv)"):
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
 
 #: get_attr names that mean the single-env value of the vector env.
 _SINGLE_ATTRIBUTES = {
@@ -137,12 +143,16 @@ class OpenEnvVecEnv(VecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
-        """``"state"``: each session's server-side state; otherwise the vector env's method,
+        """``"state"``: each session's server-side state; ``"action_masks"``: each sub-env's
+        legal-action mask (sb3-contrib's ``MaskablePPO``); otherwise the vector env's method,
         called once and its result repeated per index."""
         chosen = list(self._get_indices(indices))
         if method_name == "state":
             states = self.vector_env.call_state()
             return [states[i] for i in chosen]
+        if method_name == "action_masks":
+            masks = self.vector_env.action_masks()
+            return [masks[i] for i in chosen]
         result = getattr(self.vector_env, method_name)(*method_args, **method_kwargs)
         return [result for _ in chosen]
 
@@ -221,9 +231,10 @@ def make_vec_env(
         VectorUsageError: ``wrapper_class`` is not a ``VecEnvWrapper``.
 
     Example:
-        >>> vec = make_vec_env("openenv/CartPole-v1", n_envs=4, seed=0)  # doctest: +SKIP
-        >>> vec.reset().shape  # doctest: +SKIP
+        >>> vec = make_vec_env("openenv/CartPole-v1", n_envs=4, seed=0)
+        >>> vec.reset().shape
         (4, 4)
+        >>> vec.close()
     """
     if wrapper_class is not None and not (
         isinstance(wrapper_class, type) and issubclass(wrapper_class, VecEnvWrapper)

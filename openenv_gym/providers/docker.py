@@ -41,6 +41,7 @@ from openenv_gym.errors import (
     ImageNotFoundError,
     ServerStartError,
 )
+from openenv_gym.extras import missing_extra
 from openenv_gym.providers.base import ServerProvider
 
 #: Label on every container we start (value: ``"1"``).
@@ -69,9 +70,7 @@ def docker_sdk() -> Any:
     except ImportError:
         module = None
     if module is None or not hasattr(module, "from_env"):
-        raise DockerUnavailableError(
-            "the docker SDK is not installed: pip install 'openenv-gym[docker]'"
-        )
+        raise DockerUnavailableError(str(missing_extra("docker", "the Docker provider")))
     importlib.import_module("docker.errors")
     return module
 

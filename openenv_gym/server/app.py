@@ -13,10 +13,12 @@ trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
   (observation arrays then travel as raw bytes, see :mod:`openenv_gym.wire.binary`); any
   other offer, or none, gets plain OpenEnv JSON, as an official client expects.
 * permessage-deflate is off: it costs several times the step time on large frames.
-* Frames up to ``max_message_size`` are served; larger ones, up to a hard cap of
-  ``4 * max_message_size``, get a ``VALIDATION_ERROR`` reply and the session lives on.
+* Frames up to ``max_message_size`` (1 MiB by default) are served; larger ones, up to a hard
+  cap of ``2 * max_message_size``, get a ``VALIDATION_ERROR`` reply and the session lives on.
   Beyond the hard cap websockets closes the connection with code 1009 (message too big),
   because the frame would have to be buffered in full first.
+* Memory per connection is bounded whatever the peer sends or fails to read (pings,
+  pipelined frames, big frames): see :mod:`openenv_gym.server.flow_control`.
 
 Example:
     >>> from openenv_gym.envs.gymnasium import gymnasium_server
@@ -41,6 +43,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.server.environment import Environment
+from openenv_gym.server.flow_control import MAX_QUEUED_FRAMES, BoundedServerConnection
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
@@ -51,10 +54,12 @@ from openenv_gym.wire.messages import CAPACITY_PATH
 logger = logging.getLogger("openenv_gym.server")
 
 DEFAULT_MAX_SESSIONS: Final = 64
-DEFAULT_MAX_MESSAGE_SIZE: Final = 16 * 1024 * 1024
+#: Client frames are actions and reset options: 1 MiB is plenty, and it bounds what one
+#: connection can make the server hold (see :mod:`openenv_gym.server.flow_control`).
+DEFAULT_MAX_MESSAGE_SIZE: Final = 1024 * 1024
 #: Frames up to ``HARD_CAP_FACTOR * max_message_size`` are read and answered with an error;
 #: larger ones close the connection (1009).
-HARD_CAP_FACTOR: Final = 4
+HARD_CAP_FACTOR: Final = 2
 
 
 def select_subprotocol(
@@ -212,6 +217,8 @@ class OpenEnvServer:
             select_subprotocol=select_subprotocol,
             compression=None,
             max_size=HARD_CAP_FACTOR * self.max_message_size,
+            max_queue=MAX_QUEUED_FRAMES,
+            create_connection=BoundedServerConnection,
             reuse_port=reuse_port,
         )
         if unix_path is not None:
@@ -225,6 +232,8 @@ class OpenEnvServer:
                 select_subprotocol=select_subprotocol,
                 compression=None,
                 max_size=HARD_CAP_FACTOR * self.max_message_size,
+                max_queue=MAX_QUEUED_FRAMES,
+                create_connection=BoundedServerConnection,
             )
             self.unix_path = unix_path
         self._loop = asyncio.get_running_loop()

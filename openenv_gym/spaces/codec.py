@@ -33,7 +33,14 @@ from openenv_gym.errors import (
     SpaceMappingError,
 )
 from openenv_gym.spaces.describe import describe_space, describe_value
-from openenv_gym.spaces.fields import DiscreteCodec, EnumCodec, NumericArrayCodec
+from openenv_gym.spaces.fields import (
+    DiscreteCodec,
+    EnumCodec,
+    FieldCodec,
+    NumericArrayCodec,
+    OptionalCodec,
+)
+from openenv_gym.spaces.inference import ActionHints, Inference
 from openenv_gym.spaces.membership import coerce
 from openenv_gym.spaces.schema import SchemaMapping, map_action_schema, map_observation_schema
 
@@ -47,6 +54,12 @@ class ObservationCodec:
             when the space is a ``Dict`` of the mapped fields.
         truncated_key: The boolean field carrying truncation (``x-truncated-key``), or
             ``None``. It is not part of the space.
+        terminated_key: The boolean field carrying termination (``x-terminated-key``), or
+            ``None`` (then ``done and not truncated`` is termination).
+        inferred: The spaces taken from the reset observation (see
+            :mod:`openenv_gym.spaces.inference`).
+        variable: Fields without a fixed shape, left to ``info`` (path -> why).
+        legal_key: The field listing the legal actions (in ``info``), if any.
     """
 
     def __init__(self, mapping: SchemaMapping) -> None:
@@ -54,6 +67,10 @@ class ObservationCodec:
         self.space: spaces.Space[Any] = mapping.codec.space
         self.key: str | None = mapping.key
         self.truncated_key: str | None = mapping.truncated_key
+        self.terminated_key: str | None = mapping.terminated_key
+        self.inferred: tuple[Inference, ...] = mapping.inferred
+        self.variable: Mapping[str, str] = mapping.variable
+        self.legal_key: str | None = mapping.legal_key
 
     def decode(self, observation: Mapping[str, Any]) -> Any:
         """The ``observation`` object of a reply -> an element of :attr:`space`.
@@ -105,10 +122,28 @@ class ObservationCodec:
 
     def _mismatch(self, exc: CodecError) -> ObservationMismatchError:
         return ObservationMismatchError(
-            f"the server's observation does not fit the observation space: {exc}. If the "
-            "server's schema is imprecise, pass an explicit space for the field "
-            "(observation field_spaces) or exclude it",
+            f"the server's observation does not fit the observation space: {exc}. "
+            + self._advice(exc.field),
             field=exc.field,
+        )
+
+    def _advice(self, path: str) -> str:
+        """How to get past a field that does not fit (env keyword names)."""
+        top = path.split("[", 1)[0]
+        for inference in self.inferred:
+            if top == inference.path or top.startswith(inference.path + "."):
+                return (
+                    f"Its space was taken from {inference.source} ({inference.value}); "
+                    "the field changes shape between observations. Pin it: "
+                    f"observation_{inference.option}={{{inference.path!r}: ...}} with a space "
+                    f"that holds every observation, or leave it to info: "
+                    f"observation_exclude=[{inference.path.split('.', 1)[0]!r}]"
+                )
+        name = top or "<field>"
+        return (
+            "If the server's schema is imprecise, pass an explicit space for the field: "
+            f"observation_field_spaces={{{name!r}: space}}, or leave it to info: "
+            f"observation_exclude=[{name.split('.', 1)[0]!r}]"
         )
 
     def extras(self, observation: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,6 +195,7 @@ class ActionCodec:
         self._codec = mapping.codec
         self.space: spaces.Space[Any] = mapping.codec.space
         self.key: str | None = mapping.key
+        self.inferred: tuple[Inference, ...] = mapping.inferred
 
     def encode(self, action: Any) -> dict[str, Any]:
         """A Gymnasium action -> the wire action object.
@@ -179,6 +215,39 @@ class ActionCodec:
             ) from exc
         wire = self._codec.encode(member, self.key or "")
         return {self.key: wire} if self.key is not None else wire
+
+    @property
+    def maskable(self) -> bool:
+        """Whether :meth:`mask` works: the action is one ``Discrete`` (or enum) field."""
+        return isinstance(_unwrap(self._codec), DiscreteCodec | EnumCodec)
+
+    def mask(self, legal: Any, field: str = "legal_actions") -> np.ndarray:
+        """The ``bool`` mask over :attr:`space` of the legal wire values ``legal``.
+
+        Raises:
+            ActionOutOfSpaceError: ``legal`` is not a list, or names a value outside the
+                space (the space was too small; pin it with ``action_field_spaces``).
+        """
+        codec = _unwrap(self._codec)
+        if not isinstance(legal, list | tuple):
+            raise ActionOutOfSpaceError(
+                f"field {field!r}: expected a list of legal actions, got {describe_value(legal)}",
+                field=field,
+            )
+        mask = np.zeros(int(self.space.n), dtype=np.bool_)  # type: ignore[attr-defined]
+        for value in legal:
+            try:
+                index = int(codec.decode(value, field)) - int(self.space.start)  # type: ignore[attr-defined]
+            except CodecError as exc:
+                name = self.key or "<action>"
+                raise ActionOutOfSpaceError(
+                    f"the server lists {value!r} as a legal action, which is outside the action "
+                    f"space {describe_space(self.space)}: {exc}. Pin a space that holds every "
+                    f"action: action_field_spaces={{{name!r}: gymnasium.spaces.Discrete(n)}}",
+                    field=field,
+                ) from exc
+            mask[index] = True
+        return mask
 
     def encode_batch(self, actions: Any, count: int) -> list[dict[str, Any]]:
         """A batch of ``count`` actions (an element of the batched action space) -> one wire
@@ -263,6 +332,7 @@ def observation_codec(
     field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
     field_shapes: Mapping[str, Sequence[int]] | None = None,
     exclude: Collection[str] = (),
+    sample: Mapping[str, Any] | None = None,
 ) -> ObservationCodec:
     """The observation codec for an observation JSON Schema.
 
@@ -271,6 +341,7 @@ def observation_codec(
         field_spaces: Explicit spaces by (dotted) field name; they win over the schema.
         field_shapes: Shapes for arrays without a fixed length (flat wire lists are reshaped).
         exclude: Fields left out of the space; they come back from :meth:`~ObservationCodec.extras`.
+        sample: A wire observation (the reset observation) to take open shapes from.
 
     Raises:
         SpaceMappingError: A field cannot be mapped (the message names it and says what to
@@ -278,7 +349,11 @@ def observation_codec(
     """
     return ObservationCodec(
         map_observation_schema(
-            schema, field_spaces=field_spaces, field_shapes=field_shapes, exclude=exclude
+            schema,
+            field_spaces=field_spaces,
+            field_shapes=field_shapes,
+            exclude=exclude,
+            sample=sample,
         )
     )
 
@@ -289,6 +364,7 @@ def action_codec(
     field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
     field_shapes: Mapping[str, Sequence[int]] | None = None,
     include: Collection[str] = (),
+    hints: ActionHints | None = None,
 ) -> ActionCodec:
     """The action codec for an action JSON Schema.
 
@@ -298,6 +374,8 @@ def action_codec(
             optional field given a space is part of the action.
         field_shapes: Shapes for arrays without a fixed length.
         include: Optional fields (with a server default) to make part of the action space.
+        hints: The legal actions at reset and the state's ``action_spec``, to close open
+            action shapes (see :mod:`openenv_gym.spaces.inference`).
 
     Raises:
         SpaceMappingError: A field cannot be mapped (the message names it and says what to
@@ -305,9 +383,17 @@ def action_codec(
     """
     return ActionCodec(
         map_action_schema(
-            schema, field_spaces=field_spaces, field_shapes=field_shapes, include=include
+            schema,
+            field_spaces=field_spaces,
+            field_shapes=field_shapes,
+            include=include,
+            hints=hints,
         )
     )
+
+
+def _unwrap(codec: FieldCodec) -> FieldCodec:
+    return codec.inner if isinstance(codec, OptionalCodec) else codec
 
 
 def _model_schema(model: Any, role: str) -> dict[str, Any]:

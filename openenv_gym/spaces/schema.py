@@ -61,11 +61,10 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -84,10 +83,32 @@ from openenv_gym.spaces.fields import (
     TupleCodec,
     codec_for_space,
 )
+from openenv_gym.spaces.inference import (
+    MISSING,
+    ActionHints,
+    Inference,
+    is_legal_actions_name,
+    legal_integers,
+    numeric_shape,
+    pin_inference,
+    sample_at,
+    space_source,
+    spec_bounds,
+    spec_shape,
+)
+from openenv_gym.spaces.problems import (
+    CODEC_KEYWORDS,
+    MappingProblem,
+    Option,
+    Role,
+    format_problems,
+    fragment_text,
+)
 from openenv_gym.spaces.serialization import (
     X_ACTION_KEY,
     X_OBSERVATION_KEY,
     X_SPACE,
+    X_TERMINATED_KEY,
     X_TRUNCATED_KEY,
     space_from_json,
 )
@@ -107,7 +128,6 @@ DEFAULT_ACTION_TEXT_MAX_LENGTH: Final = 4096
 #: ``max_length`` of an observation string field without ``maxLength``.
 DEFAULT_OBSERVATION_TEXT_MAX_LENGTH: Final = 65536
 
-Role = Literal["observation", "action"]
 _NUMERIC_TYPES: Final = ("number", "integer", "boolean")
 
 
@@ -120,11 +140,19 @@ class SchemaMapping:
         key: When the space is one field's space: that field's wire key; else ``None``
             (the root codec is a :class:`DictCodec` over the wire object).
         truncated_key: The ``x-truncated-key`` field, if any (observations only).
+        terminated_key: The ``x-terminated-key`` field, if any (observations only).
+        inferred: The spaces taken from the data (see :mod:`openenv_gym.spaces.inference`).
+        variable: Observation fields without a fixed shape, left to ``info``: path -> why.
+        legal_key: The observation field listing the legal actions, if any.
     """
 
     codec: FieldCodec
     key: str | None
     truncated_key: str | None = None
+    terminated_key: str | None = None
+    inferred: tuple[Inference, ...] = ()
+    variable: Mapping[str, str] = field(default_factory=dict)
+    legal_key: str | None = None
 
 
 class _UnmappableError(Exception):
@@ -135,7 +163,15 @@ class _UnmappableError(Exception):
     """
 
     def __init__(
-        self, path: str, reason: str, fragment: Any, *, example: str = "", also: str = ""
+        self,
+        path: str,
+        reason: str,
+        fragment: Any,
+        *,
+        example: str = "",
+        also: str = "",
+        shape_fix: bool = False,
+        needs_data: bool = False,
     ) -> None:
         super().__init__(reason)
         self.path = path
@@ -143,6 +179,18 @@ class _UnmappableError(Exception):
         self.fragment = fragment
         self.example = example
         self.also = also
+        self.shape_fix = shape_fix
+        self.needs_data = needs_data
+
+
+class _VariableFieldError(Exception):
+    """Internal: an observation field without a fixed shape; it goes to ``info``."""
+
+    def __init__(self, path: str, why: str, *, legal: bool = False) -> None:
+        super().__init__(why)
+        self.path = path
+        self.why = why
+        self.legal = legal
 
 
 def map_observation_schema(
@@ -151,13 +199,20 @@ def map_observation_schema(
     field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
     field_shapes: Mapping[str, Sequence[int]] | None = None,
     exclude: Collection[str] = (),
+    sample: Mapping[str, Any] | None = None,
 ) -> SchemaMapping:
     """Map an observation schema (see the module docstring for the rules).
 
+    ``sample`` is a wire observation (e.g. the reset observation): open shapes are taken
+    from it (see :mod:`openenv_gym.spaces.inference`).
+
     Raises:
-        SpaceMappingError: A field cannot be mapped, or an option names an unknown field.
+        SpaceMappingError: A field cannot be mapped, or an option names an unknown field;
+            ``problems`` lists every one.
     """
-    walker = _Walker(schema, "observation", field_spaces, field_shapes, exclude=exclude)
+    walker = _Walker(
+        schema, "observation", field_spaces, field_shapes, exclude=exclude, sample=sample
+    )
     return walker.map_top()
 
 
@@ -167,13 +222,17 @@ def map_action_schema(
     field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
     field_shapes: Mapping[str, Sequence[int]] | None = None,
     include: Collection[str] = (),
+    hints: ActionHints | None = None,
 ) -> SchemaMapping:
     """Map an action schema (see the module docstring for the rules).
 
+    ``hints`` (legal actions, the state's ``action_spec``) close open action shapes.
+
     Raises:
-        SpaceMappingError: A field cannot be mapped, or an option names an unknown field.
+        SpaceMappingError: A field cannot be mapped, or an option names an unknown field;
+            ``problems`` lists every one.
     """
-    walker = _Walker(schema, "action", field_spaces, field_shapes, include=include)
+    walker = _Walker(schema, "action", field_spaces, field_shapes, include=include, hints=hints)
     return walker.map_top()
 
 
@@ -181,12 +240,7 @@ def _names(value: Collection[str] | str) -> frozenset[str]:
     return frozenset([value] if isinstance(value, str) else value)
 
 
-def _fragment_text(fragment: Any) -> str:
-    try:
-        text = json.dumps(fragment, sort_keys=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(fragment)
-    return text if len(text) <= 400 else text[:400] + " ..."
+_fragment_text = fragment_text
 
 
 class _Walker:
@@ -201,6 +255,8 @@ class _Walker:
         *,
         exclude: Collection[str] = (),
         include: Collection[str] = (),
+        sample: Mapping[str, Any] | None = None,
+        hints: ActionHints | None = None,
     ) -> None:
         if not isinstance(schema, Mapping):
             raise SpaceMappingError(
@@ -219,6 +275,12 @@ class _Walker:
         self.known: set[str] = set()  # field paths an option may name
         self.left_out: set[str] = set()  # fields never in the space: exclude/include are no-ops
         self._expanding: list[str] = []  # $refs being expanded (recursion guard)
+        self.sample = sample
+        self.hints = hints or ActionHints()
+        self.inferred: list[Inference] = []
+        self.variable: dict[str, str] = {}
+        self.legal_key: str | None = None
+        self.terminated_key: str | None = None
 
     # ------------------------------------------------------------------ top level
 
@@ -239,23 +301,30 @@ class _Walker:
             )
         flag = X_OBSERVATION_KEY if self.role == "observation" else X_ACTION_KEY
         single = self._top_key(root, flag, properties)
-        truncated = None
+        truncated = terminated = None
         if self.role == "observation":
             truncated = self._top_key(root, X_TRUNCATED_KEY, properties)
+            terminated = self._top_key(root, X_TERMINATED_KEY, properties)
+        self.terminated_key = terminated
 
         envelope = (
             OBSERVATION_ENVELOPE_FIELDS if self.role == "observation" else ACTION_ENVELOPE_FIELDS
         )
-        self.left_out.update(name for name in (*envelope, truncated) if name in properties)
+        self.left_out.update(
+            name for name in (*envelope, truncated, terminated) if name in properties
+        )
         if single is not None:
             self.left_out.update(name for name in properties if name != single)
             self.known.add(single)
             codec = self._guarded(properties[single], single)
             self._finish()
-            return SchemaMapping(cast(FieldCodec, codec), single, truncated)
+            return self._mapping(cast(FieldCodec, codec), single, truncated)
 
-        skip = {*envelope, truncated}
-        selected = self._select(root, properties, "", skip=skip)
+        skip = {*envelope, truncated, terminated}
+        required = set(root.get("required") or ()) - skip
+        # An action model whose fields all have defaults (dm_control's ``values``) sends them all.
+        take_all = self.role == "action" and not required.intersection(properties)
+        selected = self._select(root, properties, "", skip=skip, take_all=take_all)
         self._finish()
         if not selected:
             advice = (
@@ -271,8 +340,19 @@ class _Walker:
             )
         if self.role == "action" and len(selected) == 1:
             key, codec = selected[0]
-            return SchemaMapping(codec, key, None)
-        return SchemaMapping(DictCodec(selected), None, truncated)
+            return self._mapping(codec, key, None)
+        return self._mapping(DictCodec(selected), None, truncated)
+
+    def _mapping(self, codec: FieldCodec, key: str | None, truncated: str | None) -> SchemaMapping:
+        return SchemaMapping(
+            codec,
+            key,
+            truncated,
+            terminated_key=self.terminated_key,
+            inferred=tuple(self.inferred),
+            variable=dict(self.variable),
+            legal_key=self.legal_key,
+        )
 
     def _top_key(
         self, root: Mapping[str, Any], flag: str, properties: Mapping[str, Any]
@@ -290,52 +370,69 @@ class _Walker:
         return key
 
     def _finish(self) -> None:
-        """Raise for unknown option names, then for unmappable fields (all listed)."""
-        for option, names in (
+        """Raise one error for unknown option names and unmappable fields (all listed)."""
+        problems = self.problems()
+        if not problems:
+            return
+        first = problems[0]
+        if not first.path and first.fragment is not None and not first.fixes:
+            message = (
+                f"cannot map the {self.role} schema: {first.reason}. "
+                f"JSON Schema seen: {_fragment_text(first.fragment)}"
+            )
+        else:
+            message = format_problems(problems, CODEC_KEYWORDS)
+        raise SpaceMappingError(
+            message, field=first.path, schema=first.fragment, problems=tuple(problems)
+        )
+
+    def problems(self) -> list[MappingProblem]:
+        """Unknown option names and unmappable fields, as :class:`MappingProblem` objects."""
+        problems: list[MappingProblem] = []
+        options: tuple[tuple[Option, set[str]], ...] = (
             ("field_spaces", set(self.field_spaces)),
             ("field_shapes", set(self.field_shapes)),
-            ("exclude", self.exclude - self.left_out),
-            ("include", self.include - self.left_out),
-        ):
-            unknown = sorted(names - self.known)
-            if unknown:
-                raise SpaceMappingError(
-                    f"{option} names {unknown}, which are not mappable fields of the {self.role} "
-                    f"schema; its fields are {sorted(self.known)}",
-                    field=unknown[0],
-                    schema=None,
+            ("exclude", set(self.exclude - self.left_out)),
+            ("include", set(self.include - self.left_out)),
+        )
+        for option, names in options:
+            for name in sorted(names - self.known):
+                problems.append(
+                    MappingProblem(
+                        self.role,
+                        name,
+                        f"names {name!r}, which is not a mappable field of the {self.role} "
+                        f"schema; its fields are {sorted(self.known)}",
+                        option=option,
+                    )
                 )
-        if not self.errors:
-            return
-        first = self.errors[0]
-        if not first.path:
-            raise SpaceMappingError(
-                f"cannot map the {self.role} schema: {first.reason}. "
-                f"JSON Schema seen: {_fragment_text(first.fragment)}",
-                field="",
-                schema=first.fragment,
-            )
-        message = (
-            f"cannot map {self.role} field {first.path!r} to a gymnasium space: {first.reason}. "
-            f"JSON Schema seen: {_fragment_text(first.fragment)}. {self._advice(first)}"
-        )
-        if len(self.errors) > 1:
-            others = "; ".join(f"{e.path!r} ({e.reason})" for e in self.errors[1:])
-            message += f" Other fields that cannot be mapped: {others}."
-        raise SpaceMappingError(message, field=first.path, schema=first.fragment)
+        problems.extend(self._problem(error) for error in self.errors)
+        return problems
 
-    def _advice(self, error: _UnmappableError) -> str:
-        example = error.example or "gymnasium.spaces.Box(low, high, shape, dtype)"
-        ways = [f"pass an explicit space: field_spaces={{{error.path!r}: {example}}}"]
-        if error.also:
-            ways.append(error.also)
+    def _problem(self, error: _UnmappableError) -> MappingProblem:
+        fixes: list[tuple[Option, str]] = []
+        if error.shape_fix:
+            fixes.append(("field_shapes", "(n,)"))
         if self.role == "observation":
-            ways.append(f"leave the field out: exclude=[{error.path!r}]")
-        ways.append(
-            f"make the server publish '{X_SPACE}' for the field "
-            "(openenv_gym.spaces.space_to_json(space))"
+            fixes.append(("exclude", ""))  # works as pasted: the field goes to info
+        example = error.example or "gymnasium.spaces.Box(low, high, shape, dtype)"
+        fixes.append(("field_spaces", example))
+        reason = error.reason
+        if error.also:
+            reason += f" (or {error.also})"
+        if error.path:
+            reason += (
+                f"; or the server can publish '{X_SPACE}' for the field "
+                "(openenv_gym.spaces.space_to_json(space))"
+            )
+        return MappingProblem(
+            self.role,
+            error.path,
+            reason,
+            error.fragment,
+            fixes=tuple(fixes) if error.path else (),
+            needs_data=error.needs_data,
         )
-        return "To fix it, " + "; or ".join(ways) + "."
 
     # ------------------------------------------------------------------ fields
 
@@ -346,6 +443,7 @@ class _Walker:
         path: str,
         *,
         skip: Collection[Any] = (),
+        take_all: bool = False,
     ) -> list[tuple[str, FieldCodec]]:
         """The (key, codec) pairs of an object's properties, in schema order."""
         required = schema.get("required") or ()
@@ -359,6 +457,7 @@ class _Walker:
                 continue
             if (
                 self.role == "action"
+                and not take_all
                 and key not in required
                 and sub_path not in self.include
                 and sub_path not in self.field_spaces
@@ -374,6 +473,11 @@ class _Walker:
             return self._field(schema, path)
         except _UnmappableError as error:
             self.errors.append(error)
+            return None
+        except _VariableFieldError as variable:
+            self.variable[variable.path] = variable.why
+            if variable.legal and self.legal_key is None:
+                self.legal_key = variable.path
             return None
 
     def _field(self, schema: Any, path: str) -> FieldCodec:
@@ -539,12 +643,17 @@ class _Walker:
                 raise _UnmappableError(path, f"the integer range [{low}, {high}] is empty", schema)
             return DiscreteCodec(spaces.Discrete(high - low + 1, start=low))
         if self.role == "action":
+            legal = legal_integers(self.hints.legal)
+            if legal is not None:
+                return self._discrete_from_legal(legal, low, path)
             raise _UnmappableError(
                 path,
-                "an integer action without both minimum and maximum cannot be sampled",
+                "an integer action without both minimum and maximum cannot be sampled, and "
+                "the observation lists no legal actions to take its range from",
                 schema,
                 example="gymnasium.spaces.Discrete(n)",
                 also="give the schema bounds (pydantic Field(ge=0, lt=n))",
+                needs_data=self.hints.legal is None,
             )
         dtype_min, dtype_max = _int_limits(np.dtype(np.int64))
         box = spaces.Box(
@@ -554,6 +663,20 @@ class _Walker:
             np.int64,
         )
         return NumericArrayCodec(box)
+
+    def _discrete_from_legal(self, legal: list[int], low: int | None, path: str) -> FieldCodec:
+        """``Discrete`` over ``start .. max(legal)``: the legal actions of the reset."""
+        start = min(0, *legal) if low is None else low
+        if min(legal) < start:
+            start = min(legal)
+        space: spaces.Discrete = spaces.Discrete(max(legal) - start + 1, start=start)
+        value = f"gymnasium.spaces.Discrete({int(space.n)}" + (
+            f", start={start})" if start else ")"
+        )
+        self.inferred.append(
+            Inference(self.role, path, "field_spaces", value, "the legal actions at reset")
+        )
+        return DiscreteCodec(space)
 
     def _string(self, schema: Mapping[str, Any]) -> TextCodec:
         default = (
@@ -569,6 +692,10 @@ class _Walker:
         properties = schema.get("properties")
         if not isinstance(properties, Mapping) or not properties:
             extra = schema.get("additionalProperties")
+            if isinstance(extra, Mapping) and extra:
+                return self._keyed_object(schema, extra, path)
+            if extra not in (None, False) and self.role == "observation":
+                raise _VariableFieldError(path, "a dict of free-form values")
             reason = (
                 "a dict with free-form keys (dict[str, ...]) has no fixed set of fields"
                 if extra not in (None, False)
@@ -588,6 +715,50 @@ class _Walker:
             )
         return DictCodec(selected)
 
+    def _keyed_object(
+        self, schema: Mapping[str, Any], values: Mapping[str, Any], path: str
+    ) -> FieldCodec:
+        """``dict[str, X]``: keys from ``field_shapes``/``field_spaces`` entries under the
+        field, else from the sample (the reset observation)."""
+        prefix = f"{path}."
+        pinned = [
+            name[len(prefix) :]
+            for name in (*self.field_shapes, *self.field_spaces)
+            if name.startswith(prefix) and "." not in name[len(prefix) :]
+        ]
+        value = MISSING if self.sample is None else sample_at(self.sample, path)
+        if pinned:
+            keys = list(dict.fromkeys(pinned))
+        elif isinstance(value, Mapping) and value:
+            keys = [str(key) for key in value]
+        elif self.role == "observation" and isinstance(value, Mapping):
+            raise _VariableFieldError(path, "an empty dict of free-form keys at reset")
+        else:
+            raise _UnmappableError(
+                path,
+                "a dict with free-form keys (dict[str, ...]) has no fixed set of fields"
+                + (" and no reset observation to take them from" if value is MISSING else ""),
+                schema,
+                example="gymnasium.spaces.Dict({key: space, ...})",
+                needs_data=value is MISSING and self.role == "observation",
+            )
+        items: list[tuple[str, FieldCodec]] = []
+        inferred_before = len(self.inferred)
+        for key in keys:
+            sub = _join(path, key)
+            self.known.add(sub)
+            codec = self._guarded(values, sub)
+            if codec is not None:
+                items.append((key, codec))
+        if not pinned:
+            # One pin for the whole dict: the shapes of its keys (or their spaces).
+            del self.inferred[inferred_before:]
+            for key, codec in items:
+                self.inferred.append(pin_inference(self.role, _join(path, key), codec.space))
+        if not items:
+            raise _VariableFieldError(path, "no key of the dict maps to a space")
+        return DictCodec(items)
+
     # ------------------------------------------------------------------ arrays
 
     def _array(self, schema: Mapping[str, Any], path: str) -> FieldCodec:
@@ -599,13 +770,7 @@ class _Walker:
             return self._prefix_array(schema, prefix, path)
         length = _fixed_length(schema)
         if length is None:
-            raise _UnmappableError(
-                path,
-                "an array without a fixed length (minItems == maxItems) has no fixed shape",
-                schema,
-                example="gymnasium.spaces.Box(low, high, shape=(n,), dtype)",
-                also=f"give its shape: field_shapes={{{path!r}: (n,)}} or 'x-shape' in the schema",
-            )
+            return self._open_array(schema, path)
         items = schema.get("items")
         if not isinstance(items, Mapping):
             raise _UnmappableError(path, "the array's items have no schema", schema)
@@ -621,6 +786,63 @@ class _Walker:
         if _plain_numeric(leaf):
             return self._numeric([leaf], tuple(dims), path, schema)
         return self._tuple([items] * length, path, schema)
+
+    def _open_array(self, schema: Mapping[str, Any], path: str) -> FieldCodec:
+        """An array without a fixed length: its shape from the data, or ``info``."""
+        leaf: Mapping[str, Any] = schema
+        while leaf.get("type") == "array" and isinstance(leaf.get("items"), Mapping):
+            leaf, _ = self._resolve(leaf["items"], path)
+        numeric = _plain_numeric(leaf) and leaf is not schema
+        if self.role == "observation":
+            if is_legal_actions_name(path) and leaf.get("type") in ("integer", "string"):
+                raise _VariableFieldError(
+                    path, "the legal actions (they change as the game goes on)", legal=True
+                )
+            if not numeric:
+                raise _VariableFieldError(path, "a list of non-numeric items has no fixed shape")
+            value = MISSING if self.sample is None else sample_at(self.sample, path)
+            if value is not MISSING:
+                shape = numeric_shape(value)
+                if shape is None:
+                    raise _VariableFieldError(
+                        path, "empty or ragged in the reset observation, so it has no shape"
+                    )
+                codec = self._numeric([leaf], shape, path, schema)
+                self.inferred.append(pin_inference(self.role, path, codec.space))
+                return codec
+        elif numeric:
+            shape = spec_shape(self.hints.spec)
+            if shape is not None and leaf.get("type") == "number":
+                bounds = spec_bounds(cast(Mapping[str, Any], self.hints.spec), shape)
+                if bounds is not None:
+                    box = spaces.Box(bounds[0], bounds[1], shape, np.float32)
+                    codec = NumericArrayCodec(box)
+                else:
+                    codec = self._numeric([leaf], shape, path, schema)
+                self.inferred.append(
+                    Inference(
+                        self.role,
+                        path,
+                        "field_spaces",
+                        space_source(codec.space),
+                        "the state's action_spec",
+                    )
+                )
+                return codec
+        raise _UnmappableError(
+            path,
+            "an array without a fixed length (minItems == maxItems) has no fixed shape"
+            + (
+                ""
+                if self.role == "action"
+                else " and there is no reset observation to take it from"
+            ),
+            schema,
+            example="gymnasium.spaces.Box(low, high, shape=(n,), dtype)",
+            also="'x-shape' in the schema",
+            shape_fix=numeric,
+            needs_data=numeric and (self.role == "observation" or self.hints.spec is None),
+        )
 
     def _tuple(self, items: Sequence[Any], path: str, schema: Mapping[str, Any]) -> TupleCodec:
         codecs = []

@@ -38,6 +38,9 @@ X_OBSERVATION_KEY: Final = "x-observation-key"
 X_ACTION_KEY: Final = "x-action-key"
 #: Top-level key of an observation schema naming a boolean field that carries truncation.
 X_TRUNCATED_KEY: Final = "x-truncated-key"
+#: Top-level observation-schema key naming the boolean field that carries termination
+#: (``done`` is ``terminated or truncated``: both may be true on a time limit's last step).
+X_TERMINATED_KEY: Final = "x-terminated-key"
 
 
 def _bound_to_json(values: np.ndarray) -> Any:

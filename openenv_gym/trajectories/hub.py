@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from openenv_gym.errors import HubPushError, TrajectoryFormatError
+from openenv_gym.extras import optional_imports
 from openenv_gym.trajectories.layout import (
     CARD_FILE,
     CONFIG_FILE,
@@ -47,12 +48,8 @@ def push_to_hub(
     files = trajectory_files(directory)
     if not files:
         raise TrajectoryFormatError(f"{str(directory)!r} holds no finished chunk to push")
-    try:
+    with optional_imports("pushing a recording to the Hub"):
         from huggingface_hub import HfApi, constants
-    except ImportError as exc:
-        raise HubPushError(
-            "pushing needs huggingface_hub: pip install 'openenv-gym[datasets]'"
-        ) from exc
     # The live environment decides (huggingface_hub reads HF_HUB_OFFLINE once, at import).
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         raise HubPushError(

@@ -75,6 +75,24 @@ def chunk_files(directory: str | Path, *, missing_ok: bool = False) -> list[Path
     return sorted((directory / DATA_DIR).glob(f"{CHUNK_PREFIX}*{CHUNK_SUFFIX}"))
 
 
+def check_free(directory: Path) -> None:
+    """Refuse a directory holding anything but a recording's own files (a README.md of a
+    project, say, that the dataset card would overwrite).
+
+    Raises:
+        TrajectoryFormatError: Other files are there.
+    """
+    ours = {DATA_DIR, METADATA_FILE, CARD_FILE, CONFIG_FILE, LOCK_FILE}
+    others = sorted(p.name for p in directory.iterdir() if p.name not in ours)
+    if (directory / CARD_FILE).exists() and not (directory / METADATA_FILE).exists():
+        others.insert(0, CARD_FILE)
+    if others:
+        raise TrajectoryFormatError(
+            f"{str(directory)!r} is not empty (it holds {others[:5]}); record into a new or "
+            "empty directory"
+        )
+
+
 def temp_path(path: Path) -> Path:
     """The hidden temporary file ``path`` is written to before its rename."""
     return path.with_name(f".{path.name}{TEMP_SUFFIX}")

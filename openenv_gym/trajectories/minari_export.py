@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openenv_gym.errors import TrajectoryFormatError
+from openenv_gym.extras import optional_imports
 from openenv_gym.trajectories.reader import iter_episodes, trajectory_metadata, trajectory_spaces
 
 if TYPE_CHECKING:
@@ -59,18 +60,15 @@ def to_minari(
         The new ``minari.MinariDataset``.
 
     Raises:
-        TrajectoryFormatError: ``minari`` is missing, the id is malformed or taken, or the
-            recording holds no episode to export.
+        MissingExtraError: ``minari`` is missing (the ``[minari]`` extra).
+        TrajectoryFormatError: The id is malformed or taken, or the recording holds no
+            episode to export.
     """
-    try:
+    with optional_imports("exporting to Minari"):
         import minari
         from minari.data_collector import EpisodeBuffer
         from minari.dataset.minari_dataset import parse_dataset_id
         from minari.storage import get_dataset_path
-    except ImportError as exc:
-        raise TrajectoryFormatError(
-            f"exporting to Minari needs minari: pip install 'openenv-gym[minari]' ({exc})"
-        ) from exc
     try:
         parse_dataset_id(dataset_id)
     except ValueError as exc:

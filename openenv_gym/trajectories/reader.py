@@ -38,6 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import SpaceMappingError, TrajectoryFormatError
+from openenv_gym.extras import optional_imports
 from openenv_gym.spaces.serialization import space_from_json
 from openenv_gym.trajectories.columns import column_to_numpy, join_fields
 from openenv_gym.trajectories.layout import chunk_files, remove_stale_temp_files
@@ -152,12 +153,8 @@ def load_trajectories(directory: str | Path) -> Dataset:
     The same as ``datasets.load_dataset("parquet", data_dir=directory, split="train")``
     without the cache copy.
     """
-    try:
+    with optional_imports("loading a recording as a datasets.Dataset"):
         from datasets import Dataset
-    except ImportError as exc:
-        raise TrajectoryFormatError(
-            "loading as a dataset needs datasets: pip install 'openenv-gym[datasets]'"
-        ) from exc
     files = trajectory_files(directory)
     if not files:
         raise TrajectoryFormatError(f"{str(directory)!r} holds no finished chunk")

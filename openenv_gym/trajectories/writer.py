@@ -45,6 +45,7 @@ import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import TrajectoryFormatError, WrapperConfigError
+from openenv_gym.extras import optional_imports
 from openenv_gym.spaces.serialization import space_to_json
 from openenv_gym.trajectories.card import dataset_card
 from openenv_gym.trajectories.columns import (
@@ -58,6 +59,7 @@ from openenv_gym.trajectories.layout import (
     CARD_FILE,
     METADATA_FILE,
     WriterLock,
+    check_free,
     chunk_files,
     chunk_path,
     delete_temp_files,
@@ -136,12 +138,8 @@ class TrajectoryWriter:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     ) -> None:
-        try:
+        with optional_imports("recording trajectories (Parquet)"):
             import pyarrow  # noqa: F401
-        except ImportError as exc:
-            raise TrajectoryFormatError(
-                "trajectory logging needs pyarrow: pip install 'openenv-gym[datasets]'"
-            ) from exc
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise WrapperConfigError(f"chunk_size must be a positive int, got {chunk_size!r}")
         if not isinstance(max_chunk_bytes, int) or max_chunk_bytes < 1:
@@ -163,6 +161,7 @@ class TrajectoryWriter:
                 raise TrajectoryFormatError(
                     f"{str(self.directory)!r} already holds a recording; choose a new directory"
                 )
+            check_free(self.directory)
         except BaseException:
             self._lock.release()
             raise
@@ -311,7 +310,16 @@ class TrajectoryWriter:
 
         table = self._table()
         path = chunk_path(self.directory, self.chunks_written)
-        write_atomic(path, lambda tmp: pq.write_table(table, tmp))
+        # Array columns (images) skip dictionary encoding and statistics: on nested lists of
+        # pixels they cost most of the write time; zstd then compresses them well.
+        arrays = {field.name for field in self.fields}
+        plain = [name for name in table.column_names if name not in arrays]
+        write_atomic(
+            path,
+            lambda tmp: pq.write_table(
+                table, tmp, compression="zstd", use_dictionary=plain, write_statistics=plain
+            ),
+        )
         self.chunks_written += 1
         self.steps_written += self.buffered_steps
         ends = np.logical_or(self._scalars["terminated"], self._scalars["truncated"])

@@ -56,7 +56,12 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS, Session
 from openenv_gym.env import reply_info
-from openenv_gym.errors import OpenEnvGymError, SubEnvError, VectorUsageError
+from openenv_gym.errors import (
+    ActionMaskUnavailableError,
+    OpenEnvGymError,
+    SubEnvError,
+    VectorUsageError,
+)
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.fleet import (
@@ -220,8 +225,12 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         obs_key, truncated_key = self._observation_codec.key, self._observation_codec.truncated_key
         self._truncated_key = truncated_key
+        terminated_key = self._observation_codec.terminated_key
+        self._legal: list[Any] = [None] * self.num_envs
         # The fields of a reply that carry no info (the observation, truncation, metadata).
-        self._quiet_fields = frozenset(k for k in (obs_key, truncated_key, "metadata") if k)
+        self._quiet_fields = frozenset(
+            k for k in (obs_key, truncated_key, terminated_key, "metadata") if k
+        )
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -384,6 +393,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         elapsed, limit = self._elapsed, self._max_episode_steps
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         truncated_column = result.fields.get(self._truncated_key) if self._truncated_key else None
+        # Our servers send the exact terminated flag too (both may be true on the last step).
+        terminated_key = self._observation_codec.terminated_key
+        terminated_column = result.fields.get(terminated_key) if terminated_key else None
         noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
         for k, i in enumerate(indices):
             if was_resetting is not None and was_resetting[i]:
@@ -397,15 +409,17 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             final = result.final.get(k)
             if final is not None:  # ended and reset by the server in this round trip
                 truncated = bool(final.observation.get(self._truncated_key or "", False))
+                exact = final.observation.get(terminated_key) if terminated_key else None
                 reward, done = final.reward, final.done
             else:
                 truncated = bool(truncated_column[k]) if truncated_column is not None else False
+                exact = terminated_column[k] if terminated_column is not None else None
                 reward, done = result.reward[k], result.done[k]
             elapsed[i] += 1
             if limit is not None and elapsed[i] >= limit:
                 truncated = True
             rewards[i] = 0.0 if reward is None else reward
-            terminations[i] = done and not truncated
+            terminations[i] = bool(exact) if exact is not None else done and not truncated
             truncations[i] = truncated
             if final is not None:
                 final_info = reply_info(self._observation_codec, final)
@@ -568,6 +582,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _write_rows(self, channel: Channel, result: BatchResult) -> list[int]:
         """Decode one connection's observations into the batch buffer; their sub-envs."""
         indices = [channel.indices[k] for k in result.indices]
+        legal_key = self._observation_codec.legal_key
+        if legal_key is not None and legal_key in result.fields:  # for action_masks()
+            column = result.fields[legal_key]
+            for k, i in enumerate(indices):
+                self._legal[i] = column[k]
         try:
             decoded = self._observation_codec.decode_batch(result.fields, len(indices))
         except OpenEnvGymError as exc:
@@ -583,6 +602,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             for k, i in enumerate(indices):
                 self._env_obs[i] = decoded[k]
         return indices
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``
+        (sb3-contrib's ``MaskablePPO`` asks the SB3 adapter, which asks this).
+
+        Raises:
+            ActionMaskUnavailableError: The observations list no legal actions, the action
+                space is not discrete, or a sub-env has not been reset yet.
+        """
+        codec = self._action_codec
+        legal_key = self._observation_codec.legal_key
+        if legal_key is None or not codec.maskable:
+            raise ActionMaskUnavailableError(
+                "this vector env has no action masks: they need a Discrete action space (or an "
+                "enum) and an observation field listing the legal actions; action space "
+                f"{self.single_action_space}, legal field {legal_key!r}"
+            )
+        if any(legal is None for legal in self._legal):
+            raise ActionMaskUnavailableError("call reset() before action_masks()")
+        return np.stack([codec.mask(legal, legal_key) for legal in self._legal])
 
     def _decode_one(self, index: int, observation: Mapping[str, Any]) -> Any:
         try:

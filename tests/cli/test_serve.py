@@ -242,6 +242,6 @@ def test_parser_defaults() -> None:
         64,
         None,
     )
-    assert args.max_message_size == 16 * 1024 * 1024
+    assert args.max_message_size == 1024 * 1024  # a bound on per-connection memory
     assert args.exit_with_parent is False
     assert args.make_kwargs is None

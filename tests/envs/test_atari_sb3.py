@@ -23,7 +23,7 @@ def test_remote_pong_passes_sb3_check_env() -> None:
     with ServerThread(atari_server("pong")) as server:
         env = gym.make("openenv/Atari-v0", base_url=server.url)
         try:
-            check_env(env.unwrapped, skip_render_check=True)
+            check_env(env.unwrapped)
         finally:
             env.close()
 

@@ -357,6 +357,7 @@ def test_construct_trusted_equals_model_construct() -> None:
             "metadata": {"k": [1]},
             "observation": [0.1, 0.2, 0.3, 0.4],
             "truncated": True,
+            "terminated": True,
         }
         fast = construct_trusted(env.observation_model, dict(values))
         slow = env.observation_model.model_construct(**values)

@@ -149,7 +149,7 @@ def test_container_is_removed_when_env_construction_fails(
     provider = DockerProvider.serving(gymnasium_image, CARTPOLE)
     before = our_container_ids(docker_engine)
     with pytest.raises(UnsupportedRenderModeError):
-        OpenEnvEnv(provider=provider, render_mode="rgb_array")
+        OpenEnvEnv(provider=provider, render_mode="human")
     assert provider.container_id is None
     assert our_container_ids(docker_engine) <= before
 

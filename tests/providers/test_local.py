@@ -69,7 +69,7 @@ def test_embedded_server_starts_and_stops_on_close() -> None:
 def test_server_is_stopped_when_env_construction_fails() -> None:
     provider, mark = marked_provider()
     with pytest.raises(UnsupportedRenderModeError):
-        OpenEnvEnv(provider=provider, render_mode="rgb_array")
+        OpenEnvEnv(provider=provider, render_mode="human")
     assert wait_until_gone(mark) == []
 
 

@@ -13,6 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
 from openenv_gym.server import (
+    HARD_CAP_FACTOR,
     IDLE_CLOSE_REASON,
     Action,
     Observation,
@@ -252,7 +253,8 @@ def test_oversize_message_is_a_validation_error(start_probe: Any, wire: Any) -> 
     url, _, _ = start_probe(max_message_size=1024)
     with wire.open(url) as ws:
         wire.ask(ws, {"type": "reset"})
-        big = {"type": "step", "data": {"value": 1, "metadata": {"pad": "x" * 2000}}}
+        # Over the limit, under the hard cap (HARD_CAP_FACTOR x the limit): answered.
+        big = {"type": "step", "data": {"value": 1, "metadata": {"pad": "x" * 1500}}}
         size = len(json.dumps(big).encode())
         reply = wire.ask(ws, big)
         assert reply["data"]["code"] == "VALIDATION_ERROR"
@@ -270,7 +272,7 @@ def test_message_beyond_the_hard_cap_closes_only_that_connection(
 ) -> None:
     url, registry, _ = start_probe(max_message_size=1024)
     with wire.open(url) as ws:
-        ws.send("x" * (4 * 1024 + 1))
+        ws.send("x" * (HARD_CAP_FACTOR * 1024 + 1))
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=10)
         assert closed.value.rcvd is not None

@@ -475,7 +475,7 @@ class WireEnv(gym.Env[Any, Any]):
 
 
 def test_gymnasium_check_env_passes_on_a_wire_env() -> None:
-    check_env(WireEnv(), skip_render_check=True)
+    check_env(WireEnv())
 
 
 def test_explicit_space_on_an_optional_field_still_reads_null() -> None:

@@ -86,6 +86,19 @@ def test_a_writer_cleans_what_a_writer_killed_before_its_first_chunk_left(tmp_pa
     assert len(trajectory_arrays(out)["step"]) == 10
 
 
+def test_a_writer_never_writes_into_a_directory_of_other_files(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# my project\n")
+    with pytest.raises(TrajectoryFormatError, match="is not empty"):
+        RecordTrajectories(gym.make("CartPole-v1"), project)
+    assert (project / "README.md").read_text() == "# my project\n"
+    (project / "README.md").unlink()
+    (project / "notes.txt").write_text("x")
+    with pytest.raises(TrajectoryFormatError, match=r"holds \['notes.txt'\]"):
+        RecordTrajectories(gym.make("CartPole-v1"), project)
+
+
 def test_a_live_writer_keeps_its_temp_files_and_excludes_a_second_writer(tmp_path: Path) -> None:
     out = tmp_path / "rec"
     live = _record(out, steps=30)

@@ -15,16 +15,21 @@ match the server's settings) with a local ``ale_py``:
 
 Example:
     >>> import gymnasium as gym
-    >>> env = gym.make("openenv/Atari-v0", game="pong")  # doctest: +SKIP
-    >>> env.unwrapped.get_action_meanings()  # doctest: +SKIP
-    ['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE']
+    >>> env = gym.make("openenv/Atari-v0", game="pong")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, env.unwrapped.get_action_meanings()
+    ((210, 160, 3), ['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE'])
+    >>> env.close()
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+import numpy as np
 
 from openenv_gym.client import DEFAULT_ENCODING
 from openenv_gym.env import OpenEnvEnv
@@ -37,7 +42,8 @@ from openenv_gym.envs.atari.models import (
     screen_space,
 )
 from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
-from openenv_gym.errors import EnvConfigError
+from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchError
+from openenv_gym.extras import optional_imports
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
@@ -45,35 +51,94 @@ from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_t
 ACTION_FIELD: Final = "action_id"
 
 
+#: ALE's luminance weights (``ColourManager``: the grayscale palette of the NTSC colours).
+_GRAY_WEIGHTS: Final = np.array([0.2989, 0.5870, 0.1140], dtype=np.float64)
+
+
 class RemoteALE:
-    """The part of ``ale_py.ALEInterface`` that wrappers read, from the last observation."""
+    """The part of ``ale_py.ALEInterface`` that wrappers read, from the last observation.
+
+    ``lives()`` is what SB3's ``AtariWrapper`` asks; ``getScreenRGB`` and
+    ``getScreenGrayscale`` (filling a given buffer, as ALE does) are what Gymnasium's
+    ``AtariPreprocessing`` asks. The screens are those of the last observation: RGB for
+    ``obs_type="rgb"`` (grayscale computed with ALE's luminance weights), grayscale for
+    ``obs_type="grayscale"``.
+    """
 
     def __init__(self) -> None:
         self._lives = 0
+        self._screen: np.ndarray | None = None
 
     def lives(self) -> int:
         """Lives left, as of the last ``reset``/``step``."""
         return self._lives
 
-    def update(self, lives: int) -> None:
-        """Record the lives of a new observation."""
+    def update(self, lives: int, screen: Any = None) -> None:
+        """Record the lives (and the screen) of a new observation."""
         self._lives = lives
+        if screen is not None:
+            self._screen = np.asarray(screen)
+
+    def getScreenRGB(self, out: np.ndarray | None = None) -> np.ndarray:  # noqa: N802 (ALE's name)
+        """The last RGB screen ``(210, 160, 3)`` ``uint8``, written into ``out`` if given.
+
+        Raises:
+            EnvConfigError: The env observes grayscale or RAM, which hold no colours.
+        """
+        screen = self._require_screen()
+        if screen.ndim != 3:
+            raise EnvConfigError(
+                "getScreenRGB needs obs_type='rgb'; this env observes "
+                f"{'grayscale' if screen.ndim == 2 else 'RAM'} (use grayscale_obs=True in "
+                "AtariPreprocessing, or gym.make('openenv/Atari-v0', obs_type='rgb'))"
+            )
+        return _fill(out, screen)
+
+    def getScreenGrayscale(self, out: np.ndarray | None = None) -> np.ndarray:  # noqa: N802
+        """The last screen as ``(210, 160)`` ``uint8`` luminance, written into ``out`` if given.
+
+        Raises:
+            EnvConfigError: The env observes RAM, which holds no screen.
+        """
+        screen = self._require_screen()
+        if screen.ndim == 3:
+            gray = np.rint(screen.astype(np.float64) @ _GRAY_WEIGHTS).astype(np.uint8)
+        elif screen.ndim == 2:
+            gray = screen
+        else:
+            raise EnvConfigError(
+                "getScreenGrayscale needs obs_type='rgb' or 'grayscale'; this env observes RAM"
+            )
+        return _fill(out, gray)
+
+    def _require_screen(self) -> np.ndarray:
+        if self._screen is None:
+            raise EnvConfigError("no screen yet: call reset() first")
+        return self._screen
+
+
+def _fill(out: np.ndarray | None, screen: np.ndarray) -> np.ndarray:
+    if out is None:
+        return screen.copy()
+    out[...] = screen.reshape(out.shape)
+    return out
+
+
+def _game_key(name: str) -> str:
+    """``"SpaceInvaders"``, ``"space_invaders"``, ``"space-invaders"`` -> one key."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def local_action_meanings(game: str, full_action_space: bool) -> list[str]:
     """The action meanings ``ale_py`` gives ``game`` (needs ``ale-py`` installed).
 
     Raises:
-        EnvConfigError: ``ale-py`` is missing, or the game is unknown.
+        MissingExtraError: ``ale-py`` is missing.
+        EnvConfigError: The game is unknown.
     """
-    try:
+    purpose = "deriving the Atari action set from game= (an official server does not publish it)"
+    with optional_imports(purpose):
         from ale_py.env import AtariEnv
-    except ImportError as exc:
-        raise EnvConfigError(
-            "the server does not publish its Atari action set (an official OpenEnv server), so "
-            "openenv-gym derives it from game= with a local ale-py, which is not installed: "
-            "pip install 'openenv-gym[atari]'"
-        ) from exc
     from openenv_gym.envs.atari.environment import rom_id
 
     env = AtariEnv(game=rom_id(game), full_action_space=full_action_space)
@@ -92,6 +157,10 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         game: The game; used for the spaces only against an official server.
         obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``; likewise.
         full_action_space: Likewise.
+        check_game: Raise at ``reset`` when the server says it plays another game
+            (``metadata.game_name``); always on against an official server, whose spaces
+            come from ``game``. A server whose ``legal_actions`` do not fit the action space
+            always raises.
         **kwargs: :class:`~openenv_gym.env.OpenEnvEnv` options (``encoding``, timeouts,
             ``render_mode``, ...).
 
@@ -108,14 +177,31 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         game: str = DEFAULT_GAME,
         obs_type: str = DEFAULT_OBS_TYPE,
         full_action_space: bool = False,
+        check_game: bool = False,
         **kwargs: Any,
     ) -> None:
         self._game = game
         self._obs_type = obs_type
         self._full_action_space = bool(full_action_space)
         self._meanings: list[str] | None = None
+        self._check_game = check_game
+        self._checked = False
         self.ale = RemoteALE()
         super().__init__(base_url, provider=provider, **kwargs)
+        try:
+            state = self.state()
+        except OpenEnvGymError:
+            state = {}
+        frameskip = state.get("frameskip")
+        # The server's frame skip (the official Atari state carries it). Gymnasium's
+        # AtariPreprocessing reads ``env.unwrapped._frameskip`` and refuses to skip frames
+        # on top of an env that already does; this is that attribute.
+        self._frameskip: int | None = frameskip if isinstance(frameskip, int) else None
+
+    @property
+    def frameskip(self) -> int | None:
+        """Emulator frames per step on the server (``None`` if it does not say)."""
+        return self._frameskip
 
     def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Add the exact spaces when the server (an official one) does not publish them."""
@@ -132,6 +218,7 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             meanings = action_id.get(X_ACTION_MEANINGS)
             if not isinstance(meanings, list):
                 meanings = local_action_meanings(self._game, self._full_action_space)
+                self._check_game = True  # the spaces come from game=: it must be the server's
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
             if X_SPACE not in action_id:
                 action_id[X_SPACE] = {"type": "Discrete", "n": len(self._meanings), "start": 0}
@@ -146,19 +233,55 @@ class AtariOpenEnvEnv(OpenEnvEnv):
     ) -> tuple[Any, dict[str, Any]]:
         """See :meth:`OpenEnvEnv.reset`; also records lives and the action meanings."""
         observation, info = super().reset(seed=seed, options=options)
-        self._record(info)
+        self._record(info, observation)
+        if not self._checked:
+            self._check_server(info)
+            self._checked = True
         return observation, info
+
+    def _check_server(self, info: Mapping[str, Any]) -> None:
+        """Raise when the server plays another game or has another action set."""
+        said: list[str] = []
+        game_name = info.get("game_name")
+        if (
+            self._check_game
+            and isinstance(game_name, str)
+            and _game_key(game_name) != _game_key(self._game)
+        ):
+            said.append(f"metadata.game_name={game_name!r}")
+        legal = info.get("legal_actions")
+        n = int(getattr(self.action_space, "n", 0))
+        if (
+            isinstance(legal, list)
+            and legal
+            and all(isinstance(a, int) for a in legal)
+            and (len(legal) != n or max(legal) >= n or min(legal) < 0)
+        ):
+            said.append(f"legal_actions={legal} ({len(legal)} actions)")
+        if said:
+            raise ServerMismatchError(
+                f"the Atari server at {self.base_url} does not play what this env was made for "
+                f"(game={self._game!r}, full_action_space={self._full_action_space}: "
+                f"Discrete({n}) actions {self.get_action_meanings()}); the server said "
+                f"{'; '.join(said)}. Make the env with the server's settings, e.g. "
+                f"gym.make('openenv/Atari-v0', base_url={self.base_url!r}, "
+                f"game={game_name if isinstance(game_name, str) else self._game!r}"
+                + (
+                    ", full_action_space=True)"
+                    if isinstance(legal, list) and len(legal) == 18
+                    else ")"
+                )
+            )
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """See :meth:`OpenEnvEnv.step`; also records lives for :attr:`ale`."""
         result = super().step(action)
-        self._record(result[4])
+        self._record(result[4], result[0])
         return result
 
-    def _record(self, info: dict[str, Any]) -> None:
+    def _record(self, info: dict[str, Any], screen: Any) -> None:
         lives = info.get("lives")
-        if isinstance(lives, int):
-            self.ale.update(lives)
+        self.ale.update(lives if isinstance(lives, int) else self.ale.lives(), screen)
         meanings = info.get("action_meanings")
         if self._meanings is None and isinstance(meanings, list):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
@@ -206,13 +329,21 @@ def make_atari_env(
     """
     if game is not None:
         kwargs["game"] = game
+    check_game = "game" in kwargs
     options, env_kwargs = ATARI_OPTIONS.split(kwargs)
     check_atari_options(
         options["obs_type"], options["frameskip"], options["repeat_action_probability"]
     )
     settings = {name: options[name] for name in ("game", "obs_type", "full_action_space")}
     if base_url is not None:
-        return AtariOpenEnvEnv(base_url, token=token, encoding=encoding, **settings, **env_kwargs)
+        return AtariOpenEnvEnv(
+            base_url,
+            token=token,
+            encoding=encoding,
+            check_game=check_game,
+            **settings,
+            **env_kwargs,
+        )
     from openenv_gym.envs.atari.environment import rom_id
 
     # The embedded server runs here: fail early, with this process's error.

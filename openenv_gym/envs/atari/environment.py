@@ -51,10 +51,15 @@ from openenv_gym.envs.atari.options import (
 )
 from openenv_gym.envs.gymnasium.environment import construct_trusted
 from openenv_gym.errors import ActionOutOfSpaceError, EnvConfigError
+from openenv_gym.extras import optional_imports
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 
 DOCUMENTATION_URL: Final = "https://ale.farama.org/"
+#: Who needs ale-py, in the error when it is missing.
+ATARI_PURPOSE: Final = (
+    "the Atari server (openenv-gym serve atari, or openenv/Atari-v0 without base_url)"
+)
 
 
 def rom_id(game: str) -> str:
@@ -64,7 +69,8 @@ def rom_id(game: str) -> str:
     Raises:
         EnvConfigError: No such game in ``ale_py`` (the message lists a few near names).
     """
-    from ale_py import roms
+    with optional_imports(ATARI_PURPOSE):
+        from ale_py import roms
 
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", game.strip()).replace("-", "_").lower()
     known = roms.get_all_rom_ids()
@@ -122,7 +128,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         difficulty: int | None = None,
         max_num_frames_per_episode: int | None = DEFAULT_MAX_FRAMES,
     ) -> None:
-        from ale_py.env import AtariEnv
+        with optional_imports(ATARI_PURPOSE):
+            from ale_py.env import AtariEnv
 
         check_atari_options(obs_type, frameskip, repeat_action_probability)
         self.game = rom_id(game)

@@ -33,9 +33,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-import chess
 import numpy as np
 from gymnasium import spaces
+
+from openenv_gym.envs.chess.options import CHESS_PURPOSE
+from openenv_gym.extras import optional_imports
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
 
 N_PLANES: Final = 18
 PLAIN_MOVES: Final = 64 * 64

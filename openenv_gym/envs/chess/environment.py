@@ -31,19 +31,22 @@ import random
 import uuid
 from typing import Any
 
-import chess
-
 from openenv_gym.envs.chess.models import ChessAction, ChessObservation, ChessState
 from openenv_gym.envs.chess.opponents import Opponent, make_opponent
 from openenv_gym.envs.chess.options import (
+    CHESS_PURPOSE,
     DEFAULT_ILLEGAL_MOVE,
     DEFAULT_MAX_MOVES,
     ILLEGAL_MOVE_PENALTY,
     check_chess_options,
 )
 from openenv_gym.errors import EnvConfigError, IllegalMoveError
+from openenv_gym.extras import optional_imports
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
 
 
 class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
@@ -127,6 +130,12 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             move: chess.Move | None = chess.Move.from_uci(action.move)
         except ValueError:
             move = None
+        if move is not None and move.promotion is None and move not in self._board.legal_moves:
+            # A pawn's bare move to the last rank promotes to a queen (the move index's
+            # meaning; clients that know no board, such as a vector env's codec, send it so).
+            queen = chess.Move(move.from_square, move.to_square, chess.QUEEN)
+            if queen in self._board.legal_moves:
+                move = queen
         if move is None or move not in self._board.legal_moves:
             return self._illegal(action.move)
         self._push(move)

@@ -17,11 +17,13 @@ import shutil
 from collections.abc import Callable
 from typing import Final
 
-import chess
-import chess.engine
-
-from openenv_gym.envs.chess.options import OPPONENTS
+from openenv_gym.envs.chess.options import CHESS_PURPOSE, OPPONENTS
 from openenv_gym.errors import EnvConfigError, UCIEngineNotFoundError
+from openenv_gym.extras import optional_imports
+
+with optional_imports(CHESS_PURPOSE):
+    import chess
+    import chess.engine
 
 Opponent = Callable[[chess.Board, random.Random], chess.Move]
 #: Executables tried for ``opponent="uci"`` when no path is given.

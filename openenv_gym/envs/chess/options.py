@@ -25,6 +25,8 @@ AGENT_COLORS: Final = ("white", "black", "random")
 DEFAULT_ILLEGAL_MOVE: Final = "penalty"
 ILLEGAL_MOVE_PENALTY: Final = -0.1
 DEFAULT_MAX_MOVES: Final = 500
+#: Who needs python-chess, in the error when it is missing.
+CHESS_PURPOSE: Final = "chess (openenv-gym serve chess, openenv/Chess-v0)"
 DEFAULT_OPPONENT: Final = "random"
 DEFAULT_AGENT_COLOR: Final = "white"
 
@@ -77,6 +79,7 @@ def check_chess_options(opponent: str, illegal_move: str, agent_color: str) -> N
 __all__ = [
     "AGENT_COLORS",
     "CHESS_OPTIONS",
+    "CHESS_PURPOSE",
     "DEFAULT_AGENT_COLOR",
     "DEFAULT_ILLEGAL_MOVE",
     "DEFAULT_MAX_MOVES",

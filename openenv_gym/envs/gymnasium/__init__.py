@@ -1,9 +1,14 @@
 """Any Gymnasium env id served as an OpenEnv environment.
 
 Example:
+    >>> from openenv_gym import OpenEnvEnv
     >>> from openenv_gym.server import ServerThread
-    >>> with ServerThread(gymnasium_server("CartPole-v1")) as running:  # doctest: +SKIP
-    ...     ...  # connect with openenv_gym.OpenEnvEnv(running.url) or an official client
+    >>> with ServerThread(gymnasium_server("CartPole-v1")) as running:
+    ...     env = OpenEnvEnv(running.url)  # or an official client
+    ...     obs, info = env.reset(seed=0)
+    ...     env.close()
+    >>> obs.shape
+    (4,)
 """
 
 from openenv_gym.envs.gymnasium.environment import GymnasiumEnvironment, json_safe

@@ -2,8 +2,11 @@
 
 ``reset(seed, episode_id, **options)`` calls ``env.reset(seed=seed, options=options or
 None)``; ``step`` decodes the wire action with the action space's exact dtype and shape,
-refuses actions outside the space, and reports ``done = terminated or truncated``,
-``truncated``, a float reward and the ``info`` dict (made JSON-safe) as ``metadata``.
+refuses actions outside the space, and reports ``done = terminated or truncated``, the exact
+``terminated`` and ``truncated`` (both may be true), a float reward and the ``info`` dict
+(made JSON-safe) as ``metadata``. An env id that renders ``rgb_array`` is made with that
+render mode (classic-control envs draw only when asked) and ``state.frame`` carries the
+current frame.
 Seeded episodes reproduce plain ``gymnasium.make(env_id)`` exactly. Array observations
 (Box, MultiDiscrete, MultiBinary) stay numpy arrays in the observation model: JSON replies
 list them, sessions that negotiated ``openenv-gym.binary.v1`` get their raw bytes.
@@ -14,20 +17,22 @@ Example:
     >>> len(first.observation), first.done
     (4, False)
     >>> after = env.step(env.action_model(action=1))
-    >>> after.reward, after.truncated, env.state.step_count
-    (1.0, False, 1)
+    >>> after.reward, after.terminated, after.truncated, env.state.step_count
+    (1.0, False, False, 1)
     >>> env.close()
 """
 
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from pydantic import BaseModel
 
 from openenv_gym.envs.gymnasium.models import (
@@ -40,6 +45,7 @@ from openenv_gym.envs.gymnasium.models import (
 from openenv_gym.errors import ActionOutOfSpaceError
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
+from openenv_gym.spaces.frames import RENDER_RESET_KEY, encode_frame
 from openenv_gym.spaces.serialization import from_wire, to_wire
 from openenv_gym.wire.messages import observation_message
 
@@ -86,6 +92,22 @@ def construct_trusted(model: type[ModelT], values: dict[str, Any]) -> ModelT:
     return instance
 
 
+def declared_render_modes(env_id: str) -> list[str]:
+    """The render modes the env class of a registered id declares (without making it)."""
+    try:
+        spec = gym.spec(env_id)
+        creator = (
+            load_env_creator(spec.entry_point)
+            if isinstance(spec.entry_point, str)
+            else spec.entry_point
+        )
+    except (gym.error.Error, ImportError, AttributeError, ValueError):
+        return []
+    metadata = getattr(creator, "metadata", None)
+    modes = metadata.get("render_modes") if isinstance(metadata, dict) else None
+    return list(modes) if isinstance(modes, list | tuple) else []
+
+
 class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, GymnasiumState]):
     """A Gymnasium env served as OpenEnv.
 
@@ -104,17 +126,23 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
 
     def __init__(self, env_id: str, **make_kwargs: Any) -> None:
         self.env_id = env_id
+        if "render_mode" not in make_kwargs and "rgb_array" in declared_render_modes(env_id):
+            make_kwargs = {**make_kwargs, "render_mode": "rgb_array"}
         self._env = gym.make(env_id, **make_kwargs)
+        self.render_modes: tuple[str, ...] = (
+            ("rgb_array",) if self._env.render_mode == "rgb_array" else ()
+        )
         try:
             self.action_space = self._env.action_space
             self.observation_space = self._env.observation_space
             self.action_model, self.observation_model = gymnasium_models(
-                env_id, self.action_space, self.observation_space
+                env_id, self.action_space, self.observation_space, self.render_modes
             )
         except BaseException:
             self._env.close()
             raise
         self._episode_id: str | None = None
+        self._send_frames = False
         self._step_count = 0
         self._array_observation = isinstance(
             self.observation_space, spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary
@@ -129,6 +157,7 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> GymnasiumObservation:
         """Reset with ``seed``; other keys become the Gymnasium reset ``options``."""
+        self._send_frames = bool(kwargs.pop(RENDER_RESET_KEY, False)) and bool(self.render_modes)
         observation, info = self._env.reset(seed=seed, options=kwargs or None)
         self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
         self._step_count = 0
@@ -140,6 +169,7 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
                 "metadata": json_safe(info) if info else {},
                 "observation": self._wire_observation(observation),
                 "truncated": False,
+                "terminated": False,
             },
         )
 
@@ -174,6 +204,7 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             "metadata": json_safe(info) if info else {},
             "observation": self._wire_observation(observation),
             "truncated": bool(truncated),
+            "terminated": bool(terminated),
         }
 
     def _wire_observation(self, observation: Any) -> Any:
@@ -200,10 +231,18 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
 
     @property
     def state(self) -> GymnasiumState:
-        """Episode id, step count and env id."""
-        return GymnasiumState(
+        """Episode id, step count, env id and (when the env renders) the current frame."""
+        state = GymnasiumState(
             episode_id=self._episode_id, step_count=self._step_count, env_id=self.env_id
         )
+        if self._send_frames:
+            # Headless: pygame-drawn envs need no display and no sound card.
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+            os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+            image: Any = self._env.render()
+            if image is not None:
+                state.frame = encode_frame(np.asarray(image, dtype=np.uint8))  # type: ignore[attr-defined]
+        return state
 
     def get_metadata(self) -> EnvironmentMetadata:
         """Name the env id and its spaces."""

@@ -1,13 +1,15 @@
 """Pydantic Action/Observation models for a Gymnasium env id, built from its spaces.
 
-The action model has one field, ``action``; the observation model has ``observation`` and
-``truncated`` beside the base ``done``/``reward``/``metadata``. Each space field's JSON
-Schema has the accurate JSON type (``integer`` for Discrete, arrays of numbers for Box, ...)
-and carries ``"x-space"``: the exact Gymnasium space (see
+The action model has one field, ``action``; the observation model has ``observation``,
+``truncated`` and ``terminated`` beside the base ``done``/``reward``/``metadata``
+(``done`` is ``terminated or truncated``; both flags are exact, as Gymnasium returns them).
+Each space field's JSON Schema has the accurate JSON type (``integer`` for Discrete,
+arrays of numbers for Box, ...) and carries ``"x-space"``: the exact Gymnasium space (see
 :mod:`openenv_gym.spaces.serialization`). The models' top-level schemas carry
-``"x-action-key": "action"``, ``"x-observation-key": "observation"`` and
-``"x-truncated-key": "truncated"``, so our client rebuilds the exact spaces and the
-truncation flag; official clients ignore the ``x-`` keys.
+``"x-action-key": "action"``, ``"x-observation-key": "observation"``,
+``"x-truncated-key": "truncated"``, ``"x-terminated-key": "terminated"`` and, when the env
+renders, ``"x-render-modes": ["rgb_array"]`` (the state can carry the ``frame``), so our
+client rebuilds the exact spaces and flags; official clients ignore the ``x-`` keys.
 
 Supported spaces: Box, Discrete, MultiDiscrete, MultiBinary.
 
@@ -37,10 +39,12 @@ from pydantic import ConfigDict, Field, create_model
 
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.server.models import Action, Observation, State
+from openenv_gym.spaces.frames import X_RENDER_MODES
 from openenv_gym.spaces.serialization import (
     X_ACTION_KEY,
     X_OBSERVATION_KEY,
     X_SPACE,
+    X_TERMINATED_KEY,
     X_TRUNCATED_KEY,
     space_from_json,
     space_to_json,
@@ -50,6 +54,7 @@ from openenv_gym.spaces.serialization import (
 ACTION_FIELD = "action"
 OBSERVATION_FIELD = "observation"
 TRUNCATED_FIELD = "truncated"
+TERMINATED_FIELD = "terminated"
 
 SUPPORTED_SPACES: tuple[type[spaces.Space[Any]], ...] = (
     spaces.Box,
@@ -76,12 +81,17 @@ class GymnasiumObservation(Observation):
         json_schema_extra={
             X_OBSERVATION_KEY: OBSERVATION_FIELD,
             X_TRUNCATED_KEY: TRUNCATED_FIELD,
+            X_TERMINATED_KEY: TERMINATED_FIELD,
         }
     )
 
 
 class GymnasiumState(State):
-    """The state of a served Gymnasium env: episode id, step count and the env id."""
+    """The state of a served Gymnasium env: episode id, step count and the env id.
+
+    A session whose reset asked for frames (``openenv_gym_render: true``, see
+    :mod:`openenv_gym.spaces.frames`) also gets ``frame``: the rendered RGB image.
+    """
 
     env_id: str = Field(description="The Gymnasium id of the environment")
 
@@ -152,9 +162,22 @@ def model_name(env_id: str) -> str:
     return name if name[0].isalpha() else f"Env{name}"
 
 
+def _observation_base(render_modes: tuple[str, ...]) -> type[GymnasiumObservation]:
+    """:class:`GymnasiumObservation`, or a subclass whose schema lists the render modes."""
+    if not render_modes:
+        return GymnasiumObservation
+    extra = dict(GymnasiumObservation.model_config.get("json_schema_extra") or {})  # type: ignore[arg-type]
+    extra[X_RENDER_MODES] = list(render_modes)
+    return type(
+        "RenderedGymnasiumObservation",
+        (GymnasiumObservation,),
+        {"model_config": ConfigDict(json_schema_extra=extra), "__module__": __name__},
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _cached_models(
-    env_id: str, action_json: str, observation_json: str
+    env_id: str, action_json: str, observation_json: str, render_modes: tuple[str, ...] = ()
 ) -> tuple[type[GymnasiumAction], type[GymnasiumObservation]]:
     action_space = space_from_json(json.loads(action_json))
     observation_space = space_from_json(json.loads(observation_json))
@@ -173,7 +196,7 @@ def _cached_models(
     )
     observation_model = create_model(
         f"{prefix}Observation",
-        __base__=GymnasiumObservation,
+        __base__=_observation_base(render_modes),
         __doc__=f"An observation of the Gymnasium env {env_id}.",
         observation=(
             field_type(observation_space),
@@ -186,7 +209,14 @@ def _cached_models(
             bool,
             Field(
                 default=False,
-                description="The episode was truncated (e.g. by a time limit), not terminated",
+                description="The episode was truncated (e.g. by a time limit)",
+            ),
+        ),
+        terminated=(
+            bool,
+            Field(
+                default=False,
+                description="The episode reached a terminal state (may come with truncated)",
             ),
         ),
     )
@@ -194,9 +224,15 @@ def _cached_models(
 
 
 def gymnasium_models(
-    env_id: str, action_space: spaces.Space[Any], observation_space: spaces.Space[Any]
+    env_id: str,
+    action_space: spaces.Space[Any],
+    observation_space: spaces.Space[Any],
+    render_modes: tuple[str, ...] = (),
 ) -> tuple[type[GymnasiumAction], type[GymnasiumObservation]]:
     """The action and observation models for an env id with these spaces (cached).
+
+    ``render_modes`` the server serves (``("rgb_array",)``) are listed in the observation
+    schema under ``x-render-modes``.
 
     Raises:
         SpaceMappingError: A space is not Box, Discrete, MultiDiscrete or MultiBinary.
@@ -207,6 +243,7 @@ def gymnasium_models(
         env_id,
         json.dumps(space_to_json(action_space)),
         json.dumps(space_to_json(observation_space)),
+        tuple(render_modes),
     )
 
 
@@ -214,6 +251,7 @@ __all__ = [
     "ACTION_FIELD",
     "OBSERVATION_FIELD",
     "SUPPORTED_SPACES",
+    "TERMINATED_FIELD",
     "TRUNCATED_FIELD",
     "GymnasiumAction",
     "GymnasiumObservation",

@@ -1,0 +1,31 @@
+"""Settings for every test run from the repository root: the test suite, the doctests of
+``openenv_gym`` and the docs' code blocks.
+
+Stable-Baselines3 creates a log folder ``$TMPDIR/SB3-<date>`` for every model unless
+``SB3_LOGDIR`` names one, and torch caches compiled kernels in ``$TMPDIR/torchinductor_<user>``
+unless ``TORCHINDUCTOR_CACHE_DIR`` does: both point into pytest's temporary directory, so tests
+write nowhere else (child processes inherit the variables).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+#: Environment variables naming where libraries write, and the folder each gets.
+_WRITE_LOCATIONS = {"SB3_LOGDIR": "sb3-logs", "TORCHINDUCTOR_CACHE_DIR": "torchinductor"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _library_writes_in_pytest_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    previous = {name: os.environ.get(name) for name in _WRITE_LOCATIONS}
+    for name, folder in _WRITE_LOCATIONS.items():
+        os.environ[name] = str(tmp_path_factory.mktemp(folder))
+    yield
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

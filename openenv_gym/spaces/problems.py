@@ -1,0 +1,166 @@
+"""What went wrong while mapping a schema, and the exact keyword arguments that fix it.
+
+The schema walker (:mod:`openenv_gym.spaces.schema`) collects one :class:`MappingProblem`
+per field it cannot map, for the action and the observation alike; the caller turns them
+into one :class:`~openenv_gym.errors.SpaceMappingError` whose message lists every field and
+the call to paste. The keyword names depend on who is called: the codec functions take
+``field_spaces=``, ``field_shapes=``, ``exclude=``, ``include=``
+(:data:`CODEC_KEYWORDS`); :class:`~openenv_gym.env.OpenEnvEnv` and ``gym.make`` take
+``action_field_spaces=``, ``observation_exclude=``, ... (:data:`ENV_KEYWORDS`).
+
+Example:
+    >>> problem = MappingProblem(
+    ...     "action", "action_id", "an unbounded integer", {"type": "integer"},
+    ...     fixes=(("field_spaces", "gymnasium.spaces.Discrete(n)"),),
+    ... )
+    >>> print(format_problems([problem], ENV_KEYWORDS, call="OpenEnvEnv(url, {kwargs})"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    cannot map 1 field of the server's schema to a Gymnasium space:
+      - action field 'action_id': an unbounded integer. JSON Schema seen: {"type": "integer"}.
+        Fix: action_field_spaces={'action_id': gymnasium.spaces.Discrete(n)}
+    Paste and edit: OpenEnvEnv(url, action_field_spaces={'action_id':
+    gymnasium.spaces.Discrete(n)})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+Role = Literal["observation", "action"]
+#: The kinds of fix a problem can suggest (the codec-level keyword names).
+Option = Literal["field_spaces", "field_shapes", "exclude", "include"]
+
+#: Keyword names of :func:`~openenv_gym.spaces.observation_codec` / ``action_codec``.
+CODEC_KEYWORDS: Final[Mapping[tuple[Role, Option], str]] = {
+    (role, option): option
+    for role in ("observation", "action")
+    for option in ("field_spaces", "field_shapes", "exclude", "include")
+}
+#: Keyword names of :class:`~openenv_gym.env.OpenEnvEnv` (and so of ``gym.make``).
+ENV_KEYWORDS: Final[Mapping[tuple[Role, Option], str]] = {
+    ("observation", "field_spaces"): "observation_field_spaces",
+    ("observation", "field_shapes"): "observation_field_shapes",
+    ("observation", "exclude"): "observation_exclude",
+    ("observation", "include"): "observation_exclude",  # never suggested
+    ("action", "field_spaces"): "action_field_spaces",
+    ("action", "field_shapes"): "action_field_shapes",
+    ("action", "include"): "action_include",
+    ("action", "exclude"): "action_include",  # never suggested
+}
+
+
+@dataclass(frozen=True)
+class MappingProblem:
+    """One field that cannot be mapped (or one option that names no field).
+
+    Attributes:
+        role: ``"action"`` or ``"observation"``.
+        path: Dotted field path (``""`` for the whole schema).
+        reason: What is wrong, in words.
+        fragment: The JSON Schema fragment seen.
+        fixes: ``(option, value expression)`` pairs, best first: each is one way out, e.g.
+            ``("field_shapes", "(n,)")`` or ``("exclude", "")``.
+        needs_data: The field's space could be taken from the data (a reset observation or
+            the state) had there been any.
+        option: For a misspelt option: the option (its message names it as the caller
+            spells it); ``None`` for a field problem.
+    """
+
+    role: Role
+    path: str
+    reason: str
+    fragment: Any = None
+    fixes: tuple[tuple[Option, str], ...] = ()
+    needs_data: bool = field(default=False, compare=False)
+    option: Option | None = None
+
+
+def fragment_text(fragment: Any) -> str:
+    """The schema fragment as short JSON (cut at 400 characters)."""
+    try:
+        text = json.dumps(fragment, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(fragment)
+    return text if len(text) <= 400 else text[:400] + " ..."
+
+
+def keyword_argument(
+    problem: MappingProblem, option: Option, value: str, keywords: Mapping[tuple[Role, Option], str]
+) -> str:
+    """One fix as a keyword argument: ``observation_exclude=['x']``."""
+    name = keywords[(problem.role, option)]
+    if option in ("exclude", "include"):
+        return f"{name}=[{problem.path!r}]"
+    return f"{name}={{{problem.path!r}: {value}}}"
+
+
+def combined_kwargs(
+    problems: Sequence[MappingProblem], keywords: Mapping[tuple[Role, Option], str]
+) -> str:
+    """The first fix of every problem, merged into one keyword-argument list."""
+    dicts: dict[str, list[str]] = {}
+    lists: dict[str, list[str]] = {}
+    for problem in problems:
+        if not problem.fixes or not problem.path:
+            continue
+        option, value = problem.fixes[0]
+        name = keywords[(problem.role, option)]
+        if option in ("exclude", "include"):
+            lists.setdefault(name, []).append(repr(problem.path))
+        else:
+            dicts.setdefault(name, []).append(f"{problem.path!r}: {value}")
+    parts = [f"{name}={{{', '.join(items)}}}" for name, items in dicts.items()]
+    parts += [f"{name}=[{', '.join(items)}]" for name, items in lists.items()]
+    return ", ".join(parts)
+
+
+def format_problems(
+    problems: Sequence[MappingProblem],
+    keywords: Mapping[tuple[Role, Option], str],
+    *,
+    call: str = "",
+) -> str:
+    """The message of one error for all ``problems``.
+
+    Args:
+        problems: Every problem found, action and observation alike.
+        keywords: How the options are spelled for this caller.
+        call: A template with ``{kwargs}`` for the line to paste (e.g.
+            ``gym.make('openenv/Remote-v0', base_url=..., {kwargs})``); ``""``: no such line.
+    """
+    count = len(problems)
+    noun = "field" if count == 1 else "fields"
+    space = "a Gymnasium space" if count == 1 else "Gymnasium spaces"
+    lines = [f"cannot map {count} {noun} of the server's schema to {space}:"]
+    for problem in problems:
+        if problem.option is not None:
+            text = f"  - {keywords[(problem.role, problem.option)]} {problem.reason}."
+        else:
+            where = f"{problem.role} field {problem.path!r}" if problem.path else problem.role
+            text = f"  - {where}: {problem.reason}."
+        if problem.fragment is not None:
+            text += f" JSON Schema seen: {fragment_text(problem.fragment)}."
+        lines.append(text)
+        if problem.fixes and problem.path:
+            ways = [keyword_argument(problem, o, v, keywords) for o, v in problem.fixes]
+            lines.append("    Fix: " + "  or  ".join(ways))
+    kwargs = combined_kwargs(problems, keywords)
+    if call and kwargs:
+        lines.append("Paste and edit: " + call.format(kwargs=kwargs))
+    return "\n".join(lines)
+
+
+__all__ = [
+    "CODEC_KEYWORDS",
+    "ENV_KEYWORDS",
+    "MappingProblem",
+    "Option",
+    "Role",
+    "combined_kwargs",
+    "format_problems",
+    "fragment_text",
+    "keyword_argument",
+]
