@@ -119,10 +119,13 @@ class LocalRayCluster:
         #: The IP of each node: 127.0.0.2, 127.0.0.3, ... (Ray turns 127.0.0.1 into the
         #: machine's outward address; the rest of 127.0.0.0/8 is loopback and kept).
         self.ips = [f"127.0.0.{k + 2}" for k in range(1 + len(self.worker_resources))]
-        #: The environment of every process of the cluster and of a driver connecting to it.
-        #: Token authentication is off: a driver reads its mode when it imports ray, before
-        #: a test cluster's token exists (and ~/.ray/auth_token is other runs' business).
-        self.auth_env = {"RAY_AUTH_MODE": "disabled"}
+        #: The environment of every process of the cluster and of a driver joining it: the
+        #: token authentication mode this process has. A driver reads its mode when it
+        #: imports ray (off unless RAY_AUTH_MODE says otherwise), and ray.init() of a local
+        #: cluster turns it on for the rest of the process (RAY_AUTH_MODE=token, the token in
+        #: ~/.ray/auth_token, which the cluster's processes then read too); a driver can
+        #: only join a cluster of the same mode.
+        self.auth_env = {"RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE") or "disabled"}
         self._env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **self.auth_env}
 
     @property
