@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             ent_coef=0.01,
             seed=args.seed,
             device="cpu",
-            verbose=0,
+            verbose=1,  # SB3's progress table after every rollout
         )
         start = time.perf_counter()
         model.learn(total_timesteps=timesteps)

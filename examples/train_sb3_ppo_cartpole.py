@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             clip_range=linear_schedule(0.2),
             seed=args.seed,
             device="cpu",
-            verbose=0,
+            verbose=1,  # SB3's progress table after every rollout
         )
         start = time.perf_counter()
         model.learn(total_timesteps=timesteps)

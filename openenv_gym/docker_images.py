@@ -158,6 +158,50 @@ def _pin_installed(requirement: str) -> str:
     return f"{name}{extras}=={installed}"
 
 
+# ----------------------------------------------------------------------------- build logs
+
+#: Lines of pip's and docker build's output worth showing while a build runs: the Dockerfile
+#: steps and what pip fetches, builds and installs. The whole log goes into the error when
+#: the build fails.
+_CONDENSED: Final = re.compile(
+    r"^(Step \d+/\d+ :|#\d+ \[|Collecting |Building wheel|Saved |Processing |"
+    r"Successfully (built|installed|tagged)|ERROR|WARNING: (?!Location)|error:)"
+)
+
+
+def condense(line: str) -> str | None:
+    r"""The line of a build log to show (stripped), or ``None`` for the noise in between.
+
+    Example:
+        >>> condense("Step 3/9 : RUN pip install /tmp/src\n")
+        'Step 3/9 : RUN pip install /tmp/src'
+        >>> condense("  Downloading numpy-2.4.6.whl (16.8 MB)") is None
+        True
+    """
+    text = line.strip()
+    return text if text and _CONDENSED.match(text) else None
+
+
+def _report(progress: Progress, prefix: str, chunk: str) -> None:
+    for line in chunk.splitlines():
+        shown = condense(line)
+        if shown is not None:
+            progress(f"{prefix}: {shown}")
+
+
+def _stream(command: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
+    """Run ``command``, passing each output line (stdout and stderr) to ``on_line``; return
+    the exit code and every line."""
+    log: list[str] = []
+    with subprocess.Popen(
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        for line in process.stdout or ():
+            log.append(line)
+            on_line(line)
+    return process.returncode, log
+
+
 # ----------------------------------------------------------------------------- wheelhouse
 
 
@@ -189,7 +233,8 @@ def build_wheelhouse(
         "-m",
         "pip",
         "wheel",
-        "--quiet",
+        "--progress-bar",
+        "off",
         "--disable-pip-version-check",
         "--wheel-dir",
         str(wheelhouse),
@@ -197,11 +242,11 @@ def build_wheelhouse(
         str(wheelhouse),
         *reqs,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    returncode, log = _stream(command, lambda line: _report(progress, "wheelhouse", line))
+    if returncode != 0:
         raise ImageBuildError(
-            f"pip wheel failed (exit {done.returncode}); is PyPI or a pip cache reachable? "
-            f"Command: {' '.join(command)}\n{done.stdout[-2000:]}{done.stderr[-4000:]}"
+            f"pip wheel failed (exit {returncode}); is PyPI or a pip cache reachable? "
+            f"Command: {' '.join(command)}\n{''.join(log)[-6000:]}"
         )
     stamp.write_text(wanted)
     progress(f"wheelhouse: ready in {time.monotonic() - started:.1f}s")
@@ -492,6 +537,7 @@ def build_env_image(
         ):
             if "stream" in chunk:
                 log.append(str(chunk["stream"]))
+                _report(progress, spec.name, str(chunk["stream"]))
             if "error" in chunk:
                 raise ImageBuildError(
                     f"docker build of {spec.tag} ({spec.dockerfile}) failed: "

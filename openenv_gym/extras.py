@@ -52,6 +52,8 @@ EXTRAS: Final[dict[str, Provider]] = {
     "tqdm": Provider("tqdm", "datasets"),
     "minari": Provider("minari", "minari"),
     "yaml": Provider("pyyaml", "yaml"),
+    "pygame": Provider("pygame", "render"),
+    "moviepy": Provider("moviepy", "render"),
     "matplotlib": Provider("matplotlib", "bench"),
     "envpool": Provider("envpool", "bench"),
 }

@@ -54,10 +54,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     settings = suite.settings_from_args(args)
     out_dir: Path = args.out or DEFAULT_OUT_ROOT / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     if args.url is not None:
+        from openenv_gym.client.http import resolve_token
+
+        token = resolve_token(args.token)  # --token, else $OPENENV_TOKEN (every client sends it)
         sizes = args.n or list(DEFAULT_SIZES)
-        info = url.probe(args.url, args.token, args.gym_id, max(sizes))
+        info = url.probe(args.url, token, args.gym_id, max(sizes))
         run_and_report(
-            url.plan(info, sizes, args.token, args.contenders),
+            url.plan(info, sizes, token, args.contenders),
             seconds=settings.seconds,
             warmup=settings.warmup,
             out_dir=out_dir,

@@ -2,8 +2,9 @@
 
 * :mod:`.loop`: the process's one background event loop (:func:`background_loop`,
   :func:`run_sync`).
-* :mod:`.session`: one WebSocket session per server-side env (:class:`Session`,
-  :class:`SyncSession`, :func:`exchange_many`).
+* :mod:`.session`: WebSocket sessions on an event loop (:class:`Session`,
+  :func:`exchange_many`); :mod:`.sync_session`: :class:`SyncSession` for synchronous code,
+  over a blocking socket (:mod:`.blocking`).
 * :mod:`.http`: ``GET /health``, ``/schema``, ... and bearer tokens.
 * :mod:`.capacity`: ``GET /capacity`` and the error for too few session slots.
 """
@@ -25,10 +26,10 @@ from openenv_gym.client.session import (
     DEFAULT_REPLY_TIMEOUT,
     ENCODINGS,
     Session,
-    SyncSession,
     check_encoding,
     exchange_many,
 )
+from openenv_gym.client.sync_session import SyncSession
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",

@@ -14,19 +14,17 @@ Per-message compression (permessage-deflate) is turned off: on a 100 KB observat
 it costs 4-5x the time of sending it uncompressed over loopback.
 
 Example:
-    >>> session = SyncSession.connect("http://127.0.0.1:8000")  # doctest: +SKIP
-    >>> reply = session.request(reset_message(seed=0))           # doctest: +SKIP
-    >>> session.close()                                           # doctest: +SKIP
+    >>> loop = CallerLoop()                                                # doctest: +SKIP
+    >>> session = loop.run(Session.open("http://127.0.0.1:8000"))       # doctest: +SKIP
+    >>> reply = loop.run(session.request(reset_message(seed=0)))        # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import (
@@ -37,7 +35,6 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
-from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
     auth_error,
@@ -45,13 +42,11 @@ from openenv_gym.client.http import (
     is_loopback_url,
     resolve_token,
 )
-from openenv_gym.client.loop import CallerLoop
 from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     OpenEnvGymError,
-    ProtocolError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
@@ -165,7 +160,7 @@ class Session:
             UnknownEncodingError: ``encoding`` is not a known value.
         """
         check_encoding(encoding)
-        url = _ws_url_or_raise(base_url)
+        url = ws_url_or_raise(base_url)
         offered = list(subprotocols or ())
         if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
             offered.insert(0, BINARY_SUBPROTOCOL)
@@ -400,177 +395,11 @@ def _lost(session: Session, exc: ConnectionClosed) -> ConnectionLostError:
     )
 
 
-def _ws_url_or_raise(base_url: str) -> str:
+def ws_url_or_raise(base_url: str) -> str:
     try:
         return http_to_ws_url(base_url)
     except ValueError as exc:
         raise ServerConnectionError(str(exc), url=str(base_url)) from exc
-
-
-class SyncSession:
-    """A session for synchronous code (a single env): one request at a time, in the calling
-    thread, with no hop to another thread.
-
-    For a ``ws://`` URL that needs no proxy it is a :class:`~openenv_gym.client.blocking.\
-BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event loop);
-    otherwise (``wss://``, or an HTTP proxy configured for the host) a :class:`Session` on
-    its own :class:`~openenv_gym.client.loop.CallerLoop`.
-    """
-
-    def __init__(
-        self,
-        connection: BlockingConnection | None = None,
-        *,
-        session: Session | None = None,
-        loop: CallerLoop | None = None,
-    ) -> None:
-        self._connection = connection
-        self._session = session
-        self._loop = loop
-        subprotocol = connection.subprotocol if connection is not None else None
-        if session is not None:
-            subprotocol = session.subprotocol
-        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
-        self.binary = subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
-
-    @classmethod
-    def connect(
-        cls,
-        base_url: str,
-        *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        headers: Mapping[str, str] | None = None,
-        subprotocols: Sequence[str] | None = None,
-        encoding: str = DEFAULT_ENCODING,
-        token: str | None = None,
-    ) -> SyncSession:
-        """Open a session (the arguments and errors of :meth:`Session.open`)."""
-        check_encoding(encoding)
-        url = _ws_url_or_raise(base_url)
-        if url.startswith("ws://") and (is_loopback_url(url) or not _proxied(url)):
-            offered = list(subprotocols or ())
-            if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
-                offered.insert(0, BINARY_SUBPROTOCOL)
-            connection = BlockingConnection.open(
-                url,
-                connect_timeout=connect_timeout,
-                reply_timeout=reply_timeout,
-                max_message_size=max_message_size,
-                headers=headers,
-                subprotocols=offered,
-                token=token,
-            )
-            session = cls(connection)
-            if encoding == "binary" and not session.binary:
-                connection.abort()
-                raise _binary_refused(url)
-            return session
-        loop = CallerLoop()
-        try:
-            opened = loop.run(
-                Session.open(
-                    base_url,
-                    connect_timeout=connect_timeout,
-                    reply_timeout=reply_timeout,
-                    max_message_size=max_message_size,
-                    headers=headers,
-                    subprotocols=subprotocols,
-                    encoding=encoding,
-                    token=token,
-                )
-            )
-        except BaseException:
-            loop.close()
-            raise
-        return cls(session=opened, loop=loop)
-
-    @property
-    def url(self) -> str:
-        """The session's ``ws://`` URL."""
-        if self._connection is not None:
-            return self._connection.url
-        assert self._session is not None  # one of the two is set
-        return self._session.url
-
-    @property
-    def closed(self) -> bool:
-        """Whether the session is closed."""
-        if self._connection is not None:
-            return self._connection.closed
-        assert self._session is not None  # one of the two is set
-        return self._session.closed
-
-    def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
-        """Send one message and return the parsed reply (see :meth:`Session.request`)."""
-        connection = self._connection
-        if connection is None:
-            assert self._session is not None
-            assert self._loop is not None
-            return self._loop.run(self._session.request(message))
-        if connection.closed:
-            raise SessionClosedError(
-                f"the session to {connection.url} is closed; create a new env (or call reset "
-                "on a reconnecting env) to go on"
-            )
-        # A refused session sends an error frame, then closes: read what is queued.
-        with contextlib.suppress(ConnectionLostError):
-            connection.send(encode_message(message))
-        raw = connection.receive()
-        if self.binary and isinstance(raw, bytes) and is_binary_frame(raw):
-            decoded = decode_frame(raw)
-            return parse_server_object(decoded, f"<binary frame, {len(raw)} bytes>", url=self.url)
-        return parse_server_message(raw, url=self.url)
-
-    def request_observation(self, message: dict[str, Any]) -> ObservationReply:
-        """A request whose reply must be an observation (reset, step).
-
-        Raises:
-            ProtocolError: A ``state`` reply came instead.
-        """
-        reply = self.request(message)
-        if not isinstance(reply, ObservationReply):
-            raise ProtocolError(
-                f"expected an 'observation' reply to {message.get('type')!r} from {self.url}, "
-                "got a 'state' reply",
-                received=reply,
-            )
-        return reply
-
-    def close(self) -> None:
-        """Say ``close`` to the server and close the connection. Idempotent, never raises."""
-        if self._connection is not None:
-            self._connection.close(encode_message(close_message()))
-            return
-        assert self._session is not None
-        assert self._loop is not None
-        if self._loop.closed:
-            return
-        try:
-            if not self._session.closed:
-                self._loop.run(self._session.close())
-        except RuntimeError:  # the loop cannot run here (e.g. during interpreter exit)
-            self._session.abort()
-        finally:
-            self._loop.close()
-
-
-def _proxied(url: str) -> bool:
-    """Whether an HTTP proxy is configured for the host of ``url`` (environment)."""
-    host = urlsplit(url).hostname or ""
-    proxies = urllib.request.getproxies()
-    return bool(proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(host)
-
-
-def _binary_refused(url: str) -> BinaryEncodingRefusedError:
-    return BinaryEncodingRefusedError(
-        f"the server at {url} did not accept the binary observation encoding "
-        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-        "or encoding='json'.",
-        url=url,
-    )
 
 
 __all__ = [
@@ -579,7 +408,6 @@ __all__ = [
     "DEFAULT_REPLY_TIMEOUT",
     "ENCODINGS",
     "Session",
-    "SyncSession",
     "check_encoding",
     "exchange_many",
     "receive_many",

@@ -7,8 +7,8 @@ trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
 * ``/ws``: one WebSocket connection = one session = one environment from the factory
   (see :mod:`openenv_gym.server.session`).
 * ``GET /health``, ``/schema``, ``/metadata``, ``/state`` (see :mod:`openenv_gym.server.routes`).
-  Only ``GET`` is served: the websockets HTTP parser rejects other methods, so the official
-  HTTP-only ``POST /reset`` and ``POST /step`` are not available.
+  The official HTTP-only ``POST /reset`` and ``POST /step`` too (:mod:`.http_api`;
+  requests with a body are read by :mod:`.http_requests`, websockets' parser takes ``GET``).
 * The WebSocket subprotocol ``openenv-gym.binary.v1`` is accepted when a client offers it
   (observation arrays then travel as raw bytes, see :mod:`openenv_gym.wire.binary`); any
   other offer, or none, gets plain OpenEnv JSON, as an official client expects.
@@ -43,7 +43,9 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.server.environment import Environment
-from openenv_gym.server.flow_control import MAX_QUEUED_FRAMES, BoundedServerConnection
+from openenv_gym.server.flow_control import MAX_QUEUED_FRAMES
+from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
+from openenv_gym.server.http_requests import body_request_connection
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
@@ -147,6 +149,10 @@ class OpenEnvServer:
             max_message_size=max_message_size,
         )
         self.routes.add_route(CAPACITY_PATH, self.capacity)
+        http_api = HttpEnvApi(env_factory, action_type=action_type)
+        self.routes.add_body_route("POST", RESET_PATH, http_api.reset)
+        self.routes.add_body_route("POST", STEP_PATH, http_api.step)
+        self._connection_class = body_request_connection(self.routes)
         self._server: Server | None = None
         self._unix_server: Server | None = None
         self.unix_path: str | None = None
@@ -214,11 +220,11 @@ class OpenEnvServer:
             port,
             process_request=self.routes.process_request,
             process_response=name_worker,
+            create_connection=self._connection_class,
             select_subprotocol=select_subprotocol,
             compression=None,
             max_size=HARD_CAP_FACTOR * self.max_message_size,
             max_queue=MAX_QUEUED_FRAMES,
-            create_connection=BoundedServerConnection,
             reuse_port=reuse_port,
         )
         if unix_path is not None:
@@ -229,11 +235,11 @@ class OpenEnvServer:
                 unix_path,
                 process_request=self.routes.process_request,
                 process_response=name_worker,
+                create_connection=self._connection_class,
                 select_subprotocol=select_subprotocol,
                 compression=None,
                 max_size=HARD_CAP_FACTOR * self.max_message_size,
                 max_queue=MAX_QUEUED_FRAMES,
-                create_connection=BoundedServerConnection,
             )
             self.unix_path = unix_path
         self._loop = asyncio.get_running_loop()

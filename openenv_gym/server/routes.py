@@ -24,9 +24,11 @@ With a ``token``, every route but ``/health`` (and the WebSocket handshake) need
 ``Authorization: Bearer <token>``; the header is compared in constant time and a missing or
 wrong one gets 401 ``{"detail": ...}`` with ``WWW-Authenticate: Bearer``.
 
-Limitation: websockets' HTTP parser accepts only ``GET``; the official server's HTTP-only
-``POST /reset`` and ``POST /step`` are not served (such a request is dropped without a
-response). Every official client steps over ``/ws``, which is served in full.
+Requests with a body (``POST /reset``, ``POST /step`` of the official HTTP API) are
+registered with :meth:`HttpRoutes.add_body_route` and answered by
+:meth:`HttpRoutes.answer_with_body` (websockets' own HTTP parser takes only ``GET``: the
+server's :class:`~openenv_gym.server.http_requests.BodyRequestConnection` reads them first);
+the handler runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class HttpRoutes:
         }
         self._schema["reset_observation"] = self._schema["observation"]
         self._metadata = metadata
+        self._body_routes: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {}
         self._routes: dict[str, Callable[[], Any]] = {
             HEALTH_PATH: lambda: {"status": "healthy"},
             SCHEMA_PATH: lambda: self._schema,
@@ -149,6 +152,52 @@ class HttpRoutes:
             return state.model_dump(mode="json") if isinstance(state, BaseModel) else dict(state)
         finally:
             env.close()
+
+    def add_body_route(
+        self, method: str, path: str, handler: Callable[[bytes], tuple[int, Any]]
+    ) -> None:
+        """Serve ``method path`` (e.g. ``POST /reset``) with ``handler(body) -> (status,
+        JSON body)``; it runs in a worker thread."""
+        self._body_routes[(method.upper(), path)] = handler
+
+    def has_body_route(self, method: str) -> bool:
+        """Whether any route takes requests of ``method``."""
+        return any(m == method.upper() for m, _ in self._body_routes)
+
+    async def answer_with_body(
+        self, method: str, target: str, headers: Headers, body: bytes
+    ) -> Response:
+        """The response to a request with a body (the token checked as for every route)."""
+        path = target.split("?", 1)[0]
+        if self._token is not None and not self._header_authorized(headers):
+            logger.info("refused %s %s: missing or wrong bearer token", method, path)
+            return json_response(
+                401,
+                {
+                    "detail": "Unauthorized: send 'Authorization: Bearer <token>' with the "
+                    "server's token"
+                },
+                [("WWW-Authenticate", 'Bearer realm="openenv"')],
+            )
+        handler = self._body_routes.get((method.upper(), path))
+        if handler is None:
+            allowed = any(p == path for _, p in self._body_routes) or path in self._routes
+            if allowed:
+                return json_response(405, {"detail": "Method Not Allowed"})
+            return json_response(404, {"detail": "Not Found"})
+        try:
+            status, answer = await asyncio.get_running_loop().run_in_executor(None, handler, body)
+        except Exception as exc:
+            logger.warning("%s %s failed", method, path, exc_info=True)
+            return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
+        return json_response(status, answer)
+
+    def _header_authorized(self, headers: Headers) -> bool:
+        assert self._token is not None  # only called with a token
+        scheme, _, given = headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode(), self._token)
 
     def _authorized(self, request: Request) -> bool:
         assert self._token is not None  # only called with a token

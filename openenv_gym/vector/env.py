@@ -64,16 +64,15 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
-from openenv_gym.vector.fleet import (
-    Channel,
-    Fleet,
-    Op,
-    Pending,
+from openenv_gym.vector.fleet import Channel, Fleet, Op, Pending
+from openenv_gym.vector.options import (
     check_base_urls,
     check_fleet,
     check_num_envs,
+    check_reset_mask,
     check_sessions_per_server,
     make_template,
+    seeds_for,
 )
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
@@ -252,11 +251,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
         self._check_open()
-        seeds = self._seeds(seed)
+        seeds = seeds_for(seed, self.num_envs)
         if isinstance(seed, int):
             super().reset(seed=seed)
         options = dict(options or {})
-        mask = self._reset_mask(options.pop("reset_mask", None))
+        mask = check_reset_mask(options.pop("reset_mask", None), self.num_envs)
         indices = [i for i in range(self.num_envs) if mask is None or mask[i]]
         return self.reset_each(indices, [seeds[i] for i in indices], [options] * len(indices))
 
@@ -299,7 +298,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
-        self.step_async(actions)
+        self._start_step(actions, defer=True)  # sent and received in one run of the loop
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
@@ -312,6 +311,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: A step is already pending, or ``DISABLED`` autoreset and a
                 sub-env that ended was not reset.
         """
+        self._start_step(actions, defer=False)
+
+    def _start_step(self, actions: Any, *, defer: bool) -> None:
         self._check_open()
         if self._pending is not None:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
@@ -334,7 +336,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         limit = self._max_episode_steps
         last = None if limit is None or not same_step else (self._elapsed + 1 >= limit).tolist()
         pending = self._fleet.send(
-            ops, same_step_reset=self._plain_reset if same_step else None, last=last
+            ops, same_step_reset=self._plain_reset if same_step else None, last=last, defer=defer
         )
         self._pending = (pending, was_resetting)
 
@@ -510,37 +512,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _check_open(self) -> None:
         if self._closed:
             raise VectorUsageError("this vector env is closed; create a new one to go on")
-
-    def _seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            return [int(seed) + i for i in range(self.num_envs)]
-        if isinstance(seed, Sequence) and not isinstance(seed, str):
-            if len(seed) != self.num_envs:
-                raise VectorUsageError(
-                    f"expected one seed per sub-env ({self.num_envs}), got {len(seed)} seeds"
-                )
-            return [None if s is None else int(s) for s in seed]
-        raise VectorUsageError(
-            f"expected seed to be None, an int or a list of {self.num_envs} ints, got {seed!r}"
-        )
-
-    def _reset_mask(self, mask: Any) -> np.ndarray | None:
-        if mask is None:
-            return None
-        if not (
-            isinstance(mask, np.ndarray)
-            and mask.dtype == np.bool_
-            and mask.shape == (self.num_envs,)
-        ):
-            raise VectorUsageError(
-                f"expected options['reset_mask'] to be a numpy bool array of shape "
-                f"({self.num_envs},), got {mask!r}"
-            )
-        if not mask.any():
-            raise VectorUsageError("options['reset_mask'] selects no sub-env; set at least one")
-        return mask
 
     def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
         """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets

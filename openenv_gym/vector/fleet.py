@@ -13,21 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import gymnasium as gym
-import numpy as np
-from gymnasium.envs.registration import load_env_creator
-
 from openenv_gym.client import Session, exchange_many, is_healthy
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import receive_many, send_many
-from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import (
     AuthenticationError,
     CapacityReachedError,
@@ -36,11 +30,11 @@ from openenv_gym.errors import (
     ProtocolError,
     ServerReplyError,
     SubEnvError,
-    VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
+from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.backoff import Backoff
+from openenv_gym.vector.options import make_template
 from openenv_gym.wire.batch import (
     BatchResult,
     batch_open_message,
@@ -451,8 +445,10 @@ class Fleet:
         *,
         same_step_reset: Mapping[str, Any] | None = None,
         last: Sequence[bool] | None = None,
+        defer: bool = False,
     ) -> Pending:
-        """Send the op of every sub-env (``None``: leave it alone) and return at once.
+        """Send the op of every sub-env (``None``: leave it alone) and return at once
+        (``defer``: only build the frames; :meth:`collect` sends and receives in one go).
 
         One frame per connection that has an op: a ``batch_step`` on a batch connection,
         the plain ``step``/``reset`` message otherwise. ``same_step_reset`` asks batch
@@ -481,8 +477,10 @@ class Fleet:
             if op is not None:
                 channels.append(channel)
                 frames.append(encode_message({"type": op[0], "data": op[1]}))
+        if defer:
+            return Pending(channels, frames, None)
         sent = self.loop.run(send_many([c.session for c in channels], frames))
-        return Pending(channels, sent)
+        return Pending(channels, frames, sent)
 
     def collect(self, pending: Pending) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
         """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
@@ -493,9 +491,11 @@ class Fleet:
                 sub-env).
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
-        raws = self.loop.run(
-            receive_many([c.session for c in pending.channels], pending.sent, self.reply_timeout)
-        )
+        sessions = [c.session for c in pending.channels]
+        if pending.sent is None:
+            raws = self.loop.run(exchange_many(sessions, pending.frames, self.reply_timeout))
+        else:
+            raws = self.loop.run(receive_many(sessions, pending.sent, self.reply_timeout))
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         for channel, raw in zip(pending.channels, raws, strict=True):
@@ -586,10 +586,12 @@ Op = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Pending:
-    """Frames sent by :meth:`Fleet.send` whose replies are not collected yet."""
+    """Frames of :meth:`Fleet.send` whose replies are not collected yet (``sent`` is
+    ``None`` while they are not sent either)."""
 
     channels: list[Channel]
-    sent: list[OpenEnvGymError | None]
+    frames: list[str]
+    sent: list[OpenEnvGymError | None] | None
 
 
 class _SessionsRefusedError(Exception):
@@ -602,106 +604,3 @@ class _SessionsRefusedError(Exception):
 
 async def close_all(sessions: Sequence[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-
-
-def check_sessions_per_server(
-    sessions_per_server: Any, urls: list[str] | None, num_envs: int
-) -> int:
-    """How many sessions go to each embedded server (``num_envs`` for one server)."""
-    if sessions_per_server is None:
-        return num_envs
-    if urls is not None:
-        raise VectorUsageError(
-            "sessions_per_server starts embedded servers, but base_url names running ones; "
-            "pass one or the other"
-        )
-    if isinstance(sessions_per_server, bool) or not isinstance(sessions_per_server, int):
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server!r}"
-        )
-    if sessions_per_server < 1:
-        raise VectorUsageError(
-            f"expected sessions_per_server to be a positive int, got {sessions_per_server}"
-        )
-    return min(sessions_per_server, num_envs)
-
-
-def check_fleet(fleet: Any, urls: list[str] | None) -> FleetProvider | None:
-    """The fleet that runs the embedded servers (``None``: child processes here)."""
-    server_fleet = resolve_fleet(fleet)
-    if server_fleet is not None and urls is not None:
-        raise VectorUsageError(
-            f"fleet={fleet!r} starts servers, but base_url names running ones; pass one or "
-            "the other"
-        )
-    return server_fleet
-
-
-def check_num_envs(num_envs: Any) -> int:
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
-        raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
-    return int(num_envs)
-
-
-def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
-    if base_url is None:
-        return None
-    if isinstance(base_url, str):
-        return [base_url]
-    urls = list(base_url)
-    if not urls or not all(isinstance(u, str) for u in urls):
-        raise VectorUsageError(
-            f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
-        )
-    return urls
-
-
-def make_template(
-    id: str | None,
-    urls: list[str] | None,
-    env_kwargs: Mapping[str, Any],
-    encoding: str,
-    server_fleet: FleetProvider | None = None,
-) -> OpenEnvEnv:
-    """The env (made without a session) whose spaces, options and server the vector env
-    takes: ``gymnasium.make(id, open_session=False, ...)``, or an
-    :class:`~openenv_gym.env.OpenEnvEnv` for ``id=None``. Its embedded server starts on
-    ``server_fleet`` (``None``: here)."""
-    kwargs = dict(env_kwargs)
-    kwargs["open_session"] = False
-    if id is None or id.rpartition(":")[2].startswith("openenv/"):
-        kwargs["encoding"] = encoding
-    if urls is not None:
-        kwargs["base_url"] = urls[0]
-    if id is None:
-        return OpenEnvEnv(**kwargs)
-    if urls is None and "workers" not in kwargs and accepts_parameter(id, "workers"):
-        kwargs["workers"] = "auto"  # the embedded server: one process per core
-    if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
-        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
-    try:
-        with using_fleet(server_fleet):
-            env = gym.make(id, disable_env_checker=True, **kwargs)
-    except TypeError as exc:
-        raise VectorUsageError(
-            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id); making it failed: {exc}"
-        ) from exc
-    unwrapped = env.unwrapped
-    if not isinstance(unwrapped, OpenEnvEnv):
-        env.close()
-        raise VectorUsageError(
-            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id), got "
-            f"{type(unwrapped).__name__}; use gymnasium.make_vec for other envs"
-        )
-    # Wrappers of the single env do not apply: the vector env only takes its spaces and server.
-    return unwrapped
-
-
-def accepts_parameter(id: str, parameter: str) -> bool:
-    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
-    try:
-        entry_point = gym.spec(id).entry_point
-        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        return creator is not None and parameter in inspect.signature(creator).parameters
-    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
-        return False

@@ -117,7 +117,7 @@ def test_bench_url_measures_an_official_server_next_to_raw_gymnasium(
 
 @pytest.mark.slow
 def test_bench_url_with_a_token_on_our_server_holding_many_sessions(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     serve = ["gymnasium", "--env-id", "CartPole-v1", "--max-sessions", "3"]
     with LocalServerProcess(serve, env={"OPENENV_TOKEN": "s3cret"}) as server:
@@ -137,6 +137,19 @@ def test_bench_url_with_a_token_on_our_server_holding_many_sessions(
     ]
     assert all(_rate(row) > 0 for row in rows)
     assert "N up to 3" in out
+    # the token can come from the environment, for every contender (the official client too)
+    monkeypatch.setenv("OPENENV_TOKEN", "s3cret")
+    with LocalServerProcess(serve, env={"OPENENV_TOKEN": "s3cret"}) as server:
+        rows, _ = _bench(
+            capsys,
+            *("--url", str(server.base_url), "--n", "1"),
+            *("--contenders", "official-sync,ours-env", *TINY, "--out", str(tmp_path)),
+        )
+    assert [row["contender"] for row in rows] == [
+        "official client .sync() (1 env)",
+        "ours OpenEnvEnv (1 env)",
+    ]
+    assert all(_rate(row) > 0 for row in rows)
 
 
 def test_an_unreachable_url_is_a_readable_error(capsys: pytest.CaptureFixture[str]) -> None:

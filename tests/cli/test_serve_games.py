@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -12,21 +11,6 @@ from websockets.sync.client import connect
 
 from openenv_gym.cli import main
 from openenv_gym.wire.messages import http_to_ws_url
-from tests.cli.test_serve import ServeProcess
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    started: list[ServeProcess] = []
-
-    def start(*args: str) -> ServeProcess:
-        process = ServeProcess(*args)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 def ask(ws: Any, message: dict[str, Any]) -> dict[str, Any]:

@@ -177,3 +177,23 @@ def test_a_game_mismatch_with_an_official_server_raises_at_reset() -> None:
             assert env.action_space.n == 6
         finally:
             env.close()
+
+
+@pytest.mark.parametrize(
+    ("gym_id", "kwargs"),
+    [
+        ("openenv/Atari-v0", {"game": "pong"}),
+        ("openenv/Chess-v0", {"opponent": "random"}),
+        ("openenv/Gymnasium-v0", {"env_id": "Acrobot-v1"}),
+    ],
+)
+def test_check_env_passes_with_its_defaults_on_the_other_ids(
+    gym_id: str, kwargs: dict[str, str]
+) -> None:
+    pytest.importorskip("chess")
+    env = gym.make(gym_id, **kwargs)
+    try:
+        assert env.metadata["render_modes"]  # rgb_array (Atari, Acrobot) or ansi (chess)
+        check_env(env.unwrapped)
+    finally:
+        env.close()

@@ -78,3 +78,33 @@ def test_our_gymnasium_environment_over_http() -> None:
     assert status == 500
     assert "reset" in body["detail"].lower()
     assert api.step(b'{"action": {"action": 2}}')[0] == 422  # outside Discrete(2)
+
+
+@pytest.mark.parametrize("name", ["chat", "columns"])
+def test_our_server_answers_over_the_network_like_the_official_one(name: str) -> None:
+    """The same official-package environment behind the official app and behind our
+    server: the official HTTP usage (``requests.post(url + "/reset", json=...)``) gets the
+    same answers from both."""
+    from openenv_gym.server import OpenEnvServer, ServerThread
+
+    env_class, action, observation, state = ENVIRONMENTS[name]
+    ours = OpenEnvServer(
+        env_class, action_type=action, observation_type=observation, state_type=state
+    )
+    calls: list[tuple[str, str, Any]] = [
+        ("post", "/reset", {"seed": 1}),
+        ("post", "/step", {"action": {"message": "hi"} if name == "chat" else {"column": 1}}),
+        ("post", "/step", {"action": {"nonsense": 1}}),
+        ("get", "/state", None),
+    ]
+    with serve_shape(name) as official_url, ServerThread(ours) as running:
+        for method, path, body in calls:
+            kwargs = {"json": body} if body is not None else {}
+            theirs = httpx.request(method, official_url + path, timeout=10, **kwargs)
+            mine = httpx.request(method, running.url + path, timeout=10, **kwargs)
+            assert mine.status_code == theirs.status_code, (path, mine.text, theirs.text)
+            if theirs.status_code == 200:
+                expected = theirs.json()
+                if isinstance(expected, dict) and expected.get("metadata", 0) is None:
+                    expected.pop("metadata")
+                assert mine.json() == expected, path

@@ -100,10 +100,9 @@ def test_websocket_upgrade_to_other_paths_is_404(probe_url: str, wire: Any, path
     assert refused.value.response.status_code == 404
 
 
-def test_post_is_not_served_and_the_server_survives(probe_url: str, wire: Any) -> None:
-    # Documented limitation: websockets' HTTP parser only takes GET.
-    with pytest.raises(httpx.HTTPError):
-        httpx.post(probe_url + "/reset", json={}, timeout=10)
+def test_post_is_served_beside_sessions(probe_url: str, wire: Any) -> None:
+    # The official HTTP API's POST /reset, on the WebSocket port (server/http_requests.py).
+    assert httpx.post(probe_url + "/reset", json={}, timeout=10).status_code == 200
     assert get(probe_url + "/health").status_code == 200
     with wire.open(probe_url) as ws:
         wire.assert_session_works(ws)

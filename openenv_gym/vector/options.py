@@ -1,0 +1,177 @@
+"""The arguments of a vector env, checked; and the env it takes its spaces and server from.
+
+Example:
+    >>> check_base_urls("http://127.0.0.1:8000")
+    ['http://127.0.0.1:8000']
+    >>> check_num_envs(0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    openenv_gym.errors.VectorUsageError: expected num_envs to be a positive int, got 0
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.registration import load_env_creator
+
+from openenv_gym.env import OpenEnvEnv
+from openenv_gym.errors import VectorUsageError
+from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
+
+
+def check_sessions_per_server(
+    sessions_per_server: Any, urls: list[str] | None, num_envs: int
+) -> int:
+    """How many sessions go to each embedded server (``num_envs`` for one server)."""
+    if sessions_per_server is None:
+        return num_envs
+    if urls is not None:
+        raise VectorUsageError(
+            "sessions_per_server starts embedded servers, but base_url names running ones; "
+            "pass one or the other"
+        )
+    if isinstance(sessions_per_server, bool) or not isinstance(sessions_per_server, int):
+        raise VectorUsageError(
+            f"expected sessions_per_server to be a positive int, got {sessions_per_server!r}"
+        )
+    if sessions_per_server < 1:
+        raise VectorUsageError(
+            f"expected sessions_per_server to be a positive int, got {sessions_per_server}"
+        )
+    return min(sessions_per_server, num_envs)
+
+
+def check_fleet(fleet: Any, urls: list[str] | None) -> FleetProvider | None:
+    """The fleet that runs the embedded servers (``None``: child processes here)."""
+    server_fleet = resolve_fleet(fleet)
+    if server_fleet is not None and urls is not None:
+        raise VectorUsageError(
+            f"fleet={fleet!r} starts servers, but base_url names running ones; pass one or "
+            "the other"
+        )
+    return server_fleet
+
+
+def check_num_envs(num_envs: Any) -> int:
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+        raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
+    return int(num_envs)
+
+
+def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
+    if base_url is None:
+        return None
+    if isinstance(base_url, str):
+        return [base_url]
+    urls = list(base_url)
+    if not urls or not all(isinstance(u, str) for u in urls):
+        raise VectorUsageError(
+            f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
+        )
+    return urls
+
+
+def make_template(
+    id: str | None,
+    urls: list[str] | None,
+    env_kwargs: Mapping[str, Any],
+    encoding: str,
+    server_fleet: FleetProvider | None = None,
+) -> OpenEnvEnv:
+    """The env (made without a session) whose spaces, options and server the vector env
+    takes: ``gymnasium.make(id, open_session=False, ...)``, or an
+    :class:`~openenv_gym.env.OpenEnvEnv` for ``id=None``. Its embedded server starts on
+    ``server_fleet`` (``None``: here)."""
+    kwargs = dict(env_kwargs)
+    kwargs["open_session"] = False
+    if id is None or id.rpartition(":")[2].startswith("openenv/"):
+        kwargs["encoding"] = encoding
+    if urls is not None:
+        kwargs["base_url"] = urls[0]
+    if id is None:
+        return OpenEnvEnv(**kwargs)
+    if urls is None and "workers" not in kwargs and accepts_parameter(id, "workers"):
+        kwargs["workers"] = "auto"  # the embedded server: one process per core
+    if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
+        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
+    try:
+        with using_fleet(server_fleet):
+            env = gym.make(id, disable_env_checker=True, **kwargs)
+    except TypeError as exc:
+        raise VectorUsageError(
+            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id); making it failed: {exc}"
+        ) from exc
+    unwrapped = env.unwrapped
+    if not isinstance(unwrapped, OpenEnvEnv):
+        env.close()
+        raise VectorUsageError(
+            f"expected {id!r} to make an OpenEnvEnv (an openenv/... id), got "
+            f"{type(unwrapped).__name__}; use gymnasium.make_vec for other envs"
+        )
+    # Wrappers of the single env do not apply: the vector env only takes its spaces and server.
+    return unwrapped
+
+
+def accepts_parameter(id: str, parameter: str) -> bool:
+    """Whether the entry point of ``id`` takes ``parameter`` (e.g. ``workers``)."""
+    try:
+        entry_point = gym.spec(id).entry_point
+        creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+        return creator is not None and parameter in inspect.signature(creator).parameters
+    except (gym.error.Error, TypeError, ValueError, ImportError, AttributeError):
+        return False
+
+
+def seeds_for(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per sub-env: ``None``; ``seed + i`` for an int; or the given list.
+
+    Raises:
+        VectorUsageError: A list of the wrong length, or not a seed.
+    """
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        return [int(seed) + i for i in range(num_envs)]
+    if isinstance(seed, Sequence) and not isinstance(seed, str):
+        if len(seed) != num_envs:
+            raise VectorUsageError(
+                f"expected one seed per sub-env ({num_envs}), got {len(seed)} seeds"
+            )
+        return [None if s is None else int(s) for s in seed]
+    raise VectorUsageError(
+        f"expected seed to be None, an int or a list of {num_envs} ints, got {seed!r}"
+    )
+
+
+def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray | None:
+    """``options["reset_mask"]``: ``None``, or a bool array of shape ``(num_envs,)``.
+
+    Raises:
+        VectorUsageError: Another shape or dtype, or no sub-env selected.
+    """
+    if mask is None:
+        return None
+    if not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (num_envs,)):
+        raise VectorUsageError(
+            f"expected options['reset_mask'] to be a numpy bool array of shape ({num_envs},), "
+            f"got {mask!r}"
+        )
+    if not mask.any():
+        raise VectorUsageError("options['reset_mask'] selects no sub-env; set at least one")
+    return mask
+
+
+__all__ = [
+    "accepts_parameter",
+    "check_base_urls",
+    "check_num_envs",
+    "check_reset_mask",
+    "check_sessions_per_server",
+    "make_template",
+    "seeds_for",
+]
