@@ -27,6 +27,7 @@ from openenv_gym.errors import (
     ServerStartError,
     SessionClosedError,
     SpaceMappingError,
+    ToolCallRefusedError,
     UnsupportedRenderModeError,
 )
 from openenv_gym.registration import (
@@ -66,6 +67,7 @@ __all__ = [
     "ServerStartError",
     "SessionClosedError",
     "SpaceMappingError",
+    "ToolCallRefusedError",
     "UnsupportedRenderModeError",
     "__version__",
     "load_experiment",

@@ -62,6 +62,7 @@ from openenv_gym.errors import (
     SessionClosedError,
     SpaceMappingError,
 )
+from openenv_gym.mcp import fetch_tools
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.spaces import (
     ActionCodec,
@@ -77,6 +78,12 @@ from openenv_gym.spaces.inference import (
     sample_at,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
+from openenv_gym.spaces.tools import (
+    ToolSpec,
+    is_bare_action_schema,
+    is_tool_call_schema,
+    tool_codecs,
+)
 from openenv_gym.wire.messages import (
     METADATA_PATH,
     ObservationReply,
@@ -217,6 +224,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
+        #: The tools of an MCP tool env, in the server's order (empty for other envs).
+        self.tools: tuple[ToolSpec, ...] = ()
         self._legal: Any = None
         self.metadata = dict(type(self).metadata)  # render modes are per instance
         self.encoding = check_encoding(encoding)
@@ -305,6 +314,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def _build_codecs(self, schema: Mapping[str, Any]) -> tuple[ActionCodec, ObservationCodec]:
         """Map both schemas; reset once for open shapes; raise ONE error for what is left."""
+        tool_codecs = self._tool_codecs(schema)
+        if tool_codecs is not None:
+            return tool_codecs
         act, obs, problems = self._map(schema, None, None)
         if problems and any(p.needs_data for p in problems):
             sample, hints = self._probe(schema)
@@ -322,6 +334,24 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             )
         _log_inferences(self.base_url, (*act.inferred, *obs.inferred))
         return act, obs
+
+    def _tool_codecs(
+        self, schema: Mapping[str, Any]
+    ) -> tuple[ActionCodec, ObservationCodec] | None:
+        """The codecs of an MCP tool env (see :mod:`openenv_gym.spaces.tools`), or ``None``
+        when the server is not one; sets :attr:`tools`."""
+        action_schema = schema.get("action")
+        if not (is_tool_call_schema(action_schema) or is_bare_action_schema(action_schema)):
+            return None
+        timeout = self._connect_options["connect_timeout"]
+        tools = fetch_tools(self.base_url, timeout=timeout, token=self._token)
+        if tools is None:
+            return None
+        self.tools = tools
+        options = self._mapping_options
+        return tool_codecs(
+            tools, include=options["action_include"], field_spaces=options["action_field_spaces"]
+        )
 
     def _map(
         self,

@@ -167,6 +167,29 @@ class ServerMismatchError(OpenEnvGymError, ValueError):
     Atari server playing another game); the message quotes what the server said."""
 
 
+class ToolCallRefusedError(OpenEnvGymError, ValueError):
+    """An MCP tool env refused a tool call (unknown tool, or arguments its schema rejects).
+
+    The session lives on; the call had no effect on the server.
+
+    Attributes:
+        tool: The tool that was called.
+        argument: The argument the server named (dotted for nested ones), or ``""``.
+        error_type: The server's error category (``"invalid_args"``, ``"tool_not_found"``,
+            ``"execution_error"``, ...).
+        server_message: The server's message, verbatim.
+    """
+
+    def __init__(
+        self, message: str, *, tool: str, argument: str, error_type: str, server_message: str
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.argument = argument
+        self.error_type = error_type
+        self.server_message = server_message
+
+
 # --------------------------------------------------------------------------- providers
 
 

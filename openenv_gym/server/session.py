@@ -272,28 +272,13 @@ class SessionManager:
             budget.release()
 
     async def _handle_acquired(self, websocket: ServerConnection) -> None:
-        try:
-            env = self.env_factory()
-        except Exception as exc:
-            name = _factory_name(self.env_factory)
-            self._factory_log.warn(logger, "environment factory %s failed: %s", name, describe(exc))
-            await self.send_and_close(
-                websocket,
-                error_message(
-                    ErrorCode.FACTORY_ERROR,
-                    f"Environment factory '{name}' failed to create instance: {describe(exc)}",
-                    factory_name=name,
-                ),
-            )
+        opened = await self.open_sessions(websocket, 1)
+        if opened is None:
             return
-        session = _Session(websocket, env)
-        self._sessions.add(session)
         try:
-            await self._serve(session)
+            await self._serve(opened[0])
         finally:
-            if session in self._sessions:
-                self._sessions.discard(session)
-                _close_env(env)
+            self.close_sessions(opened)
 
     async def open_sessions(self, websocket: ServerConnection, count: int) -> list[_Session] | None:
         """``count`` sessions on ``websocket`` (slots already taken), each with its own

@@ -288,7 +288,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
-        self.step_async(actions)
+        self._start_step(actions, defer=True)  # sent and received in one run of the loop
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
@@ -301,6 +301,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: A step is already pending, or ``DISABLED`` autoreset and a
                 sub-env that ended was not reset.
         """
+        self._start_step(actions, defer=False)
+
+    def _start_step(self, actions: Any, *, defer: bool) -> None:
         self._check_open()
         if self._pending is not None:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
@@ -323,7 +326,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         limit = self._max_episode_steps
         last = None if limit is None or not same_step else (self._elapsed + 1 >= limit).tolist()
         pending = self._fleet.send(
-            ops, same_step_reset=self._plain_reset if same_step else None, last=last
+            ops, same_step_reset=self._plain_reset if same_step else None, last=last, defer=defer
         )
         self._pending = (pending, was_resetting)
 

@@ -410,8 +410,10 @@ class Fleet:
         *,
         same_step_reset: Mapping[str, Any] | None = None,
         last: Sequence[bool] | None = None,
+        defer: bool = False,
     ) -> Pending:
-        """Send the op of every sub-env (``None``: leave it alone) and return at once.
+        """Send the op of every sub-env (``None``: leave it alone) and return at once
+        (``defer``: only build the frames; :meth:`collect` sends and receives in one go).
 
         One frame per connection that has an op: a ``batch_step`` on a batch connection,
         the plain ``step``/``reset`` message otherwise. ``same_step_reset`` asks batch
@@ -440,8 +442,10 @@ class Fleet:
             if op is not None:
                 channels.append(channel)
                 frames.append(encode_message({"type": op[0], "data": op[1]}))
+        if defer:
+            return Pending(channels, frames, None)
         sent = self.loop.run(send_many([c.session for c in channels], frames))
-        return Pending(channels, sent)
+        return Pending(channels, frames, sent)
 
     def collect(self, pending: Pending) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
         """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
@@ -452,9 +456,11 @@ class Fleet:
                 sub-env).
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
-        raws = self.loop.run(
-            receive_many([c.session for c in pending.channels], pending.sent, self.reply_timeout)
-        )
+        sessions = [c.session for c in pending.channels]
+        if pending.sent is None:
+            raws = self.loop.run(exchange_many(sessions, pending.frames, self.reply_timeout))
+        else:
+            raws = self.loop.run(receive_many(sessions, pending.sent, self.reply_timeout))
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         for channel, raw in zip(pending.channels, raws, strict=True):
@@ -545,10 +551,12 @@ Op = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Pending:
-    """Frames sent by :meth:`Fleet.send` whose replies are not collected yet."""
+    """Frames of :meth:`Fleet.send` whose replies are not collected yet (``sent`` is
+    ``None`` while they are not sent either)."""
 
     channels: list[Channel]
-    sent: list[OpenEnvGymError | None]
+    frames: list[str]
+    sent: list[OpenEnvGymError | None] | None
 
 
 class _SessionsRefusedError(Exception):

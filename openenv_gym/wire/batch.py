@@ -223,6 +223,21 @@ def parse_batch_result(raw: str | bytes, *, url: str | None = None) -> BatchResu
     )
 
 
+def _reply_data(raw: str | bytes, kind: str, *, url: str | None) -> dict[str, Any] | None:
+    """The ``data`` of a ``kind`` reply (``None`` when it is something else).
+
+    Raises:
+        ServerReplyError: The server answered with an ``error``.
+    """
+    message = _decode_any(raw)
+    if not isinstance(message, dict):
+        return None
+    data = message.get("data")
+    if message.get("type") == MessageType.ERROR:
+        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
+    return data if message.get("type") == kind and isinstance(data, dict) else None
+
+
 def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = None) -> None:
     """Check the reply to ``batch_open``.
 
@@ -231,20 +246,12 @@ def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = Non
         ServerReplyError: Another ``error`` (e.g. ``FACTORY_ERROR``).
         ProtocolError: Not a ``batch_opened`` for ``sessions`` sessions.
     """
-    message = _decode_any(raw)
-    if isinstance(message, dict) and message.get("type") == MessageType.ERROR:
-        data = message.get("data")
-        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
-    if not (
-        isinstance(message, dict)
-        and message.get("type") == BATCH_OPENED
-        and isinstance(message.get("data"), dict)
-        and message["data"].get("sessions") == sessions
-    ):
+    data = _reply_data(raw, BATCH_OPENED, url=url)
+    if data is None or data.get("sessions") != sessions:
         raise ProtocolError(
             f"expected {{'type': {BATCH_OPENED!r}, 'data': {{'sessions': {sessions}}}}}, got "
-            f"{str(message)[:200]}",
-            received=message,
+            f"{str(raw)[:200]}",
+            received=str(raw)[:200],
         )
 
 
@@ -255,20 +262,12 @@ def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict
         ServerReplyError: The server answered with an ``error``.
         ProtocolError: The frame is not a ``batch_states`` message.
     """
-    message = _decode_any(raw)
-    if isinstance(message, dict) and message.get("type") == MessageType.ERROR:
-        data = message.get("data")
-        raise error_from_data(data if isinstance(data, dict) else {}, url=url)
-    if not (
-        isinstance(message, dict)
-        and message.get("type") == BATCH_STATES
-        and isinstance(message.get("data"), dict)
-        and isinstance(message["data"].get("states"), list)
-    ):
+    data = _reply_data(raw, BATCH_STATES, url=url)
+    if data is None or not isinstance(data.get("states"), list):
         raise ProtocolError(
-            f"expected a {BATCH_STATES} reply, got {str(message)[:200]}", received=message
+            f"expected a {BATCH_STATES} reply, got {str(raw)[:200]}", received=str(raw)[:200]
         )
-    return list(message["data"]["states"])
+    return list(data["states"])
 
 
 # --------------------------------------------------------------------------- server side
