@@ -409,3 +409,17 @@ class MissingExtraError(OpenEnvGymError, ImportError):
 
 
 __all__ += ["MissingExtraError"]
+
+
+# --------------------------------------------------------------------------- ray fleet
+
+
+class RayUnavailableError(ServerStartError):
+    """Ray is not installed, or not initialised in this process (``ray.init(address=...)``)."""
+
+
+class FleetConfigError(OpenEnvGymError, ValueError):
+    """A fleet (where a vector env's servers run) was configured wrongly."""
+
+
+__all__ += ["FleetConfigError", "RayUnavailableError"]

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -294,6 +295,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workers > 1:
         return _run_workers(args, target)
     server = target.build(args)
+    # Everything built so far lives until exit: keep it out of the collector, so neither
+    # collections while serving nor the one at interpreter exit walk it (exit: ~0.4 s less).
+    gc.freeze()
     if args.exit_with_parent:
         _watch_stdin(server.request_stop)
     sockets = [args.unix_socket] if args.unix_socket else []
@@ -313,6 +317,7 @@ def _run_workers(args: argparse.Namespace, target: ServeTarget) -> int:
     from openenv_gym.server.workers import run_workers
 
     target.build(args)  # once in the parent: bad arguments (an unknown env id) fail before forking
+    gc.freeze()  # as in run(): a prompt exit
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

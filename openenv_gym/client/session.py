@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -88,6 +90,15 @@ def check_encoding(encoding: str) -> str:
     return encoding
 
 
+def _drop_socket(transport: asyncio.BaseTransport | None) -> None:
+    """Shut a connection's socket down now, without its event loop (which may never run
+    again). The peer sees the connection end at once. Never raises (runs from finalizers)."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 class Session:
     """One OpenEnv WebSocket session (one env instance on the server), used on the loop.
 
@@ -113,6 +124,10 @@ class Session:
         self.binary = connection.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
         #: Whether this connection carries K sessions (``openenv-gym.batch.v1`` was agreed).
         self.batch = connection.subprotocol == BATCH_SUBPROTOCOL
+        # A session nobody closed (interpreter exit, Ctrl-C, a forgotten env) is dropped at
+        # once: its loop may never run again, and a server told to stop would otherwise
+        # wait for a closing handshake it cannot get.
+        self._drop_when_forgotten = weakref.finalize(self, _drop_socket, connection.transport)
 
     @property
     def worker(self) -> str | None:
@@ -288,12 +303,14 @@ class Session:
             ) from exc
 
     async def _abort(self) -> None:
-        self.closed = True
-        await self._connection.close()
+        # No closing handshake: a server that did not answer in time would not answer the
+        # close frame either, and waiting for it (close_timeout) doubled reply_timeout.
+        self.abort()
 
     def abort(self) -> None:
         """Drop the connection at once (no closing handshake). Idempotent, never raises."""
         self.closed = True
+        self._drop_when_forgotten.detach()
         transport = self._connection.transport
         if transport is not None:
             transport.abort()
@@ -303,6 +320,7 @@ class Session:
         if self.closed:
             return
         self.closed = True
+        self._drop_when_forgotten.detach()
         with contextlib.suppress(ConnectionClosed, OSError):
             await self._connection.send(encode_message(close_message()))
         with contextlib.suppress(TimeoutError, OSError):

@@ -216,7 +216,8 @@ def make_vec_env(
         n_envs: The number of sub-envs (sessions).
         seed: Sub-env i is seeded ``seed + i`` at the first reset.
         env_kwargs: :class:`OpenEnvVectorEnv` options: ``base_url`` (one URL or a list),
-            ``reconnect``, ``max_episode_steps``, timeouts, ...
+            ``reconnect``, ``max_episode_steps``, timeouts, ``sessions_per_server`` and
+            ``fleet`` (``"ray"``: servers placed on the Ray cluster of ``ray.init``), ...
         monitor: Wrap in ``VecMonitor`` (episode returns and lengths in ``info["episode"]``,
             which SB3's logger reads), as SB3's ``make_vec_env`` does with ``Monitor``.
         monitor_dir: Where ``VecMonitor`` writes its CSV (``None``: no file).

@@ -1,5 +1,7 @@
 """Where a server comes from: a child process (the embedded default), a Docker container,
-or a given URL. :func:`server_provider` picks between the first two."""
+a Ray cluster, or a given URL. :func:`server_provider` builds every embedded server: a child
+process or a container here, or a server of the fleet :func:`using_fleet` made active
+(:class:`~openenv_gym.providers.ray.RayFleet`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.providers.docker import DockerProvider, remove_orphans
+from openenv_gym.providers.fleet import FleetProvider, active_fleet, resolve_fleet, using_fleet
 from openenv_gym.providers.local import LocalServerProcess
 
 
@@ -22,7 +25,8 @@ def server_provider(
     unix_socket: bool = False,
     workers: int | str | None = None,
 ) -> ServerProvider:
-    """``openenv-gym serve <serve_args>`` in a child process, or in ``image`` when given.
+    """``openenv-gym serve <serve_args>`` in a child process, or in ``image`` when given;
+    on the active fleet instead while :func:`using_fleet` is in effect.
 
     Args:
         serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``.
@@ -40,6 +44,17 @@ def server_provider(
         >>> server_provider(["gymnasium", "--env-id", "CartPole-v1"], image="openenv-gym/gymnasium")
         DockerProvider('openenv-gym/gymnasium', not started)
     """
+    fleet = active_fleet()
+    if fleet is not None:
+        return fleet.server(
+            serve_args,
+            image=image,
+            token=token,
+            startup_timeout=startup_timeout,
+            docker_kwargs=docker_kwargs,
+            unix_socket=unix_socket,
+            workers=workers,
+        )
     if workers is not None:
         serve_args = [*serve_args, "--workers", str(workers)]
     if image is None:
@@ -54,9 +69,12 @@ def server_provider(
 
 __all__ = [
     "DockerProvider",
+    "FleetProvider",
     "GivenServer",
     "LocalServerProcess",
     "ServerProvider",
     "remove_orphans",
+    "resolve_fleet",
     "server_provider",
+    "using_fleet",
 ]

@@ -192,11 +192,15 @@ class DockerProvider(ServerProvider):
             >>> provider = DockerProvider.serving(
             ...     "openenv-gym/gymnasium:latest", ["gymnasium", "--env-id", "Acrobot-v1"]
             ... )
-            >>> provider.command
-            ['gymnasium', '--env-id', 'Acrobot-v1', '--host', '0.0.0.0', '--port', '8000']
+            >>> provider.command[3:]
+            ['--host', '0.0.0.0', '--port', '8000', '--insecure']
+
+        The server listens on every address of the container's own network, which the
+        engine publishes on the host's ``127.0.0.1`` only: so ``--insecure`` (no token is
+        needed to listen beyond the container's loopback; with ``token=`` it is required).
         """
         port = int(kwargs.get("container_port", CONTAINER_PORT))
-        command = [*serve_args, "--host", "0.0.0.0", "--port", str(port)]
+        command = [*serve_args, "--host", "0.0.0.0", "--port", str(port), "--insecure"]
         return cls(image, command, **kwargs)
 
     @property

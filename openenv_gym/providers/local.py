@@ -62,7 +62,8 @@ def _terminate(process: subprocess.Popen[str], grace: float = 5.0) -> None:
 
 
 class LocalServerProcess(ServerProvider):
-    """Run ``python -m openenv_gym.cli serve <serve_args>`` on 127.0.0.1 as a child process.
+    """Run ``python -m openenv_gym.cli serve <serve_args>`` on 127.0.0.1 (or ``host``) as a
+    child process.
 
     Args:
         serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``.
@@ -71,6 +72,8 @@ class LocalServerProcess(ServerProvider):
         env: Extra environment variables for the child.
         unix_socket: Also serve on Unix sockets in the temp directory (see
             :attr:`unix_sockets`); local clients then skip the TCP stack.
+        host: The address to bind; ``127.0.0.1`` unless the server must be reached from
+            other machines (a Ray node's servers bind the node's IP).
     """
 
     def __init__(
@@ -80,8 +83,10 @@ class LocalServerProcess(ServerProvider):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         env: Mapping[str, str] | None = None,
         unix_socket: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         self.serve_args = list(serve_args)
+        self.host = host
         self._unix_socket = unix_socket
         self._unix_base: str | None = None
         self.startup_timeout = startup_timeout
@@ -119,7 +124,7 @@ class LocalServerProcess(ServerProvider):
             "serve",
             *self.serve_args,
             "--host",
-            "127.0.0.1",
+            self.host,
             "--port",
             "0",
             "--exit-with-parent",

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
-import queue
 import signal
 import socket
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.context import ForkProcess
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from openenv_gym.errors import ServerWorkerError
 from openenv_gym.server.app import OpenEnvServer
@@ -99,6 +101,7 @@ def _worker_main(
     try:
         server = build()
         server.sessions.budget = budget
+        gc.freeze()  # see cli.serve: cheaper collections, a prompt exit
         server.workers = workers
 
         def watch_parent() -> None:
@@ -110,12 +113,13 @@ def _worker_main(
         server.run(
             host,
             port,
-            on_ready=lambda _h, _p: ready.put(("ready", os.getpid(), "")),
+            on_ready=lambda _h, _p: ready.send(("ready", os.getpid(), "")),
             reuse_port=True,
             unix_path=unix_path,
         )
     except BaseException as exc:
-        ready.put(("error", os.getpid(), f"{type(exc).__name__}: {exc}"))
+        with contextlib.suppress(OSError):
+            ready.send(("error", os.getpid(), f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None
 
 
@@ -178,7 +182,9 @@ class WorkerGroup:
         self.restart_window = restart_window
         self._processes: list[ForkProcess] = []
         self._reserved: socket.socket | None = None
-        self._ready: Any = None
+        #: Each worker reports on a pipe of its own: a worker killed while reporting cannot
+        #: block the others (as a shared queue's lock would).
+        self._reports: dict[int | None, Connection] = {}
         self._host = ""
         self._unix_paths: list[str] | None = None
         self._restarts: collections.deque[float] = collections.deque()
@@ -196,7 +202,6 @@ class WorkerGroup:
         self._reserved = _reserve_port(host, port)
         self.port = int(self._reserved.getsockname()[1])
         self._host, self._unix_paths = host, unix_paths
-        self._ready = self._context.Queue()
         self._processes = [self._spawn(k) for k in range(self.workers)]
         try:
             self.pids = self._await_ready(self._processes)
@@ -207,6 +212,7 @@ class WorkerGroup:
 
     def _spawn(self, slot: int) -> ForkProcess:
         unix_path = self._unix_paths[slot] if self._unix_paths else None
+        reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=_worker_main,
             args=(
@@ -214,7 +220,7 @@ class WorkerGroup:
                 self.budget.for_worker(slot),
                 self._host,
                 self.port,
-                self._ready,
+                writer,
                 os.getpid(),
                 unix_path,
                 self.workers,
@@ -223,6 +229,8 @@ class WorkerGroup:
             daemon=True,
         )
         process.start()
+        writer.close()  # the worker's copy is the only one: its death closes the pipe
+        self._reports[process.pid] = reader
         return process
 
     def _await_ready(
@@ -235,30 +243,35 @@ class WorkerGroup:
             _WorkerDiedError: One died before it listened.
             _StopRequestedError: ``stop`` was set meanwhile.
         """
-        expected = {p.pid for p in processes}
-        pids: list[int] = []
+        pending = {self._reports[p.pid]: p for p in processes}
+        pids: dict[int | None, int] = {}
         deadline = time.monotonic() + self._startup_timeout
-        while len(pids) < len(processes):
-            try:
-                kind, pid, detail = self._ready.get(timeout=0.2)
-            except queue.Empty:
-                if stop is not None and stop.is_set():
-                    raise _StopRequestedError from None
-                for process in processes:
-                    if process.pid not in pids and not process.is_alive():
-                        raise _WorkerDiedError(process) from None
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"{len(processes) - len(pids)} of {len(processes)} server workers did "
-                        f"not listen within {self._startup_timeout:g}s"
-                    ) from None
+        while pending:
+            reported = multiprocessing.connection.wait(list(pending), timeout=0.2)
+            for ready in reported:
+                reader = cast(Connection, ready)
+                process = pending.pop(reader)
+                try:
+                    kind, pid, detail = reader.recv()
+                except (EOFError, OSError):  # it died before it said anything
+                    process.join(5)
+                    raise _WorkerDiedError(process) from None
+                if kind == "error":
+                    raise RuntimeError(f"server worker {pid} failed: {detail}")
+                pids[process.pid] = int(pid)
+            if reported:
                 continue
-            if pid not in expected:  # e.g. the last words of a worker that died serving
-                continue
-            if kind == "error":
-                raise RuntimeError(f"server worker {pid} failed: {detail}")
-            pids.append(int(pid))
-        return sorted(pids, key=[p.pid for p in processes].index)
+            if stop is not None and stop.is_set():
+                raise _StopRequestedError
+            for process in pending.values():
+                if not process.is_alive():
+                    raise _WorkerDiedError(process)
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{len(pending)} of {len(processes)} server workers did not listen within "
+                    f"{self._startup_timeout:g}s"
+                )
+        return [pids[p.pid] for p in processes]
 
     def wait(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set, restarting workers that die.

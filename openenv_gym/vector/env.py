@@ -63,9 +63,11 @@ from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.fleet import Channel, Fleet, Op, Pending
 from openenv_gym.vector.options import (
     check_base_urls,
+    check_fleet,
     check_num_envs,
     check_reset_mask,
     check_sessions_per_server,
@@ -103,6 +105,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         sessions_per_server: With no ``base_url``, start one embedded server (child process,
             or container with ``image=``) per this many sessions instead of one for all:
             ``num_envs=16, sessions_per_server=4`` runs 4 servers. ``None``: one server.
+        fleet: Where the embedded servers run: ``None`` or ``"local"`` (child processes of
+            this machine), ``"ray"`` (Ray actors spread over the nodes of the cluster this
+            process joined with ``ray.init(address=...)``), or a
+            :class:`~openenv_gym.providers.FleetProvider` such as
+            ``RayFleet(num_cpus=2)`` (:mod:`openenv_gym.providers.ray`).
         **env_kwargs: Passed to ``gymnasium.make(id, ...)`` or to
             :class:`~openenv_gym.env.OpenEnvEnv` (timeouts, field spaces, reset_kwargs, ...).
 
@@ -127,6 +134,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         max_episode_steps: int | None = None,
         copy: bool = True,
         sessions_per_server: int | None = None,
+        fleet: str | FleetProvider | None = None,
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
@@ -134,6 +142,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
+        server_fleet = check_fleet(fleet, urls)
         if urls is None and id is None:
             raise VectorUsageError(
                 "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
@@ -158,9 +167,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.copy = copy
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
-        fleet = self._fleet = Fleet(
+        servers = self._fleet = Fleet(
             self.num_envs,
             encoding=encoding,
+            server_fleet=server_fleet,
             connect_options={
                 "connect_timeout": env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
                 "token": env_kwargs.get("token"),
@@ -172,26 +182,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             for i in range(num_envs):
                 url = urls[i % len(urls)].rstrip("/")
                 needed[url] = needed.get(url, 0) + 1
-            fleet.check_capacity(needed)
-        template = make_template(id, urls, env_kwargs, encoding)
+            servers.check_capacity(needed)
+        template = make_template(id, urls, env_kwargs, encoding, server_fleet)
         provider = template.detach()
         first_url = template.base_url.rstrip("/")
         if provider.owns_server:
-            fleet.providers[first_url] = provider
-        fleet.urls = [
+            servers.providers[first_url] = provider
+        servers.urls = [
             (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
         ]
-        fleet.urls[0] = first_url
+        servers.urls[0] = first_url
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        fleet.set_options(template.connect_options)
-        fleet.truncated_key = self._observation_codec.truncated_key
+        servers.set_options(template.connect_options)
+        servers.truncated_key = self._observation_codec.truncated_key
         self._closed = False
         try:
             if per_server < num_envs:
-                fleet.start_more_servers(id, env_kwargs, encoding, per_server)
-            fleet.open(range(num_envs), check_capacity=urls is None)
+                servers.start_more_servers(id, env_kwargs, encoding, per_server)
+            servers.open(range(num_envs), check_capacity=urls is None)
         except BaseException:
             self.close()
             raise

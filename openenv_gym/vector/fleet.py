@@ -12,6 +12,7 @@ backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from openenv_gym.errors import (
     SubEnvError,
 )
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.backoff import Backoff
 from openenv_gym.vector.options import make_template
 from openenv_gym.wire.batch import (
@@ -48,6 +50,8 @@ from openenv_gym.wire.messages import ObservationReply, StateReply, encode_messa
 #: The ``state`` request (a session accepted by a server answers it; a refused one gets
 #: ``CAPACITY_REACHED``).
 STATE_FRAME: Final = encode_message(state_message())
+#: How many servers a vector env starts at once on a fleet (their nodes do the work).
+PARALLEL_FLEET_STARTS: Final = 16
 
 
 @dataclass(eq=False)
@@ -84,6 +88,7 @@ class Fleet:
         connect_options: ``connect_timeout`` and ``token`` (enough for capacity checks);
             :meth:`set_options` completes them.
         batch: Offer ``openenv-gym.batch.v1``.
+        server_fleet: Where the embedded servers run (``None``: child processes here).
     """
 
     def __init__(
@@ -93,8 +98,10 @@ class Fleet:
         encoding: str,
         connect_options: dict[str, Any],
         batch: bool = True,
+        server_fleet: FleetProvider | None = None,
     ) -> None:
         self.num_envs = num_envs
+        self.server_fleet = server_fleet
         self.encoding = encoding
         self.connect_options = dict(connect_options)
         self.batch = batch and encoding != "json"
@@ -134,13 +141,41 @@ class Fleet:
     def start_more_servers(
         self, id: str | None, env_kwargs: Mapping[str, Any], encoding: str, per_server: int
     ) -> None:
-        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``."""
-        for first in range(per_server, self.num_envs, per_server):
-            extra = make_template(id, None, env_kwargs, encoding)
-            url = extra.base_url
-            self.providers[url] = extra.detach()
-            for i in range(first, min(first + per_server, self.num_envs)):
-                self.urls[i] = url
+        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
+
+        Here they start one after the other; on a fleet (remote nodes) up to
+        :data:`PARALLEL_FLEET_STARTS` at once. When one fails, those started are in
+        :attr:`providers` (for the caller to stop) and its error is raised.
+        """
+
+        def start(first: int) -> tuple[int, str, ServerProvider]:
+            extra = make_template(id, None, env_kwargs, encoding, self.server_fleet)
+            return first, extra.base_url, extra.detach()
+
+        firsts = range(per_server, self.num_envs, per_server)
+        outcomes: list[tuple[int, str, ServerProvider] | BaseException] = []
+        if self.server_fleet is None:
+            for first in firsts:
+                try:
+                    outcomes.append(start(first))
+                except BaseException as exc:
+                    outcomes.append(exc)
+                    break
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(len(firsts), PARALLEL_FLEET_STARTS), thread_name_prefix="openenv-gym-start"
+            ) as pool:
+                futures = [pool.submit(start, first) for first in firsts]
+            outcomes = [f.exception() or f.result() for f in futures]
+        for outcome in outcomes:
+            if not isinstance(outcome, BaseException):
+                first, url, provider = outcome
+                self.providers[url] = provider
+                for i in range(first, min(first + per_server, self.num_envs)):
+                    self.urls[i] = url
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def unix_sockets(self, url: str) -> list[str]:
         """The Unix sockets of a server this env started (empty for any other server)."""

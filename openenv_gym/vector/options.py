@@ -21,6 +21,7 @@ from gymnasium.envs.registration import load_env_creator
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import VectorUsageError
+from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
 
 
 def check_sessions_per_server(
@@ -45,6 +46,17 @@ def check_sessions_per_server(
     return min(sessions_per_server, num_envs)
 
 
+def check_fleet(fleet: Any, urls: list[str] | None) -> FleetProvider | None:
+    """The fleet that runs the embedded servers (``None``: child processes here)."""
+    server_fleet = resolve_fleet(fleet)
+    if server_fleet is not None and urls is not None:
+        raise VectorUsageError(
+            f"fleet={fleet!r} starts servers, but base_url names running ones; pass one or "
+            "the other"
+        )
+    return server_fleet
+
+
 def check_num_envs(num_envs: Any) -> int:
     if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
         raise VectorUsageError(f"expected num_envs to be a positive int, got {num_envs!r}")
@@ -65,11 +77,16 @@ def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
 
 
 def make_template(
-    id: str | None, urls: list[str] | None, env_kwargs: Mapping[str, Any], encoding: str
+    id: str | None,
+    urls: list[str] | None,
+    env_kwargs: Mapping[str, Any],
+    encoding: str,
+    server_fleet: FleetProvider | None = None,
 ) -> OpenEnvEnv:
     """The env (made without a session) whose spaces, options and server the vector env
     takes: ``gymnasium.make(id, open_session=False, ...)``, or an
-    :class:`~openenv_gym.env.OpenEnvEnv` for ``id=None``."""
+    :class:`~openenv_gym.env.OpenEnvEnv` for ``id=None``. Its embedded server starts on
+    ``server_fleet`` (``None``: here)."""
     kwargs = dict(env_kwargs)
     kwargs["open_session"] = False
     if id is None or id.rpartition(":")[2].startswith("openenv/"):
@@ -83,7 +100,8 @@ def make_template(
     if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
         kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
     try:
-        env = gym.make(id, disable_env_checker=True, **kwargs)
+        with using_fleet(server_fleet):
+            env = gym.make(id, disable_env_checker=True, **kwargs)
     except TypeError as exc:
         raise VectorUsageError(
             f"expected {id!r} to make an OpenEnvEnv (an openenv/... id); making it failed: {exc}"

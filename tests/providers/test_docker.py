@@ -244,7 +244,16 @@ def test_a_server_that_never_answers_times_out_with_its_log(
     docker_engine: Any, gymnasium_image: str
 ) -> None:
     # The server listens on 9000 inside, but 8000 is the published port: never ready.
-    command = [*CARTPOLE, "--host", "0.0.0.0", "--port", "9000", "--log-level", "info"]
+    command = [
+        *CARTPOLE,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "9000",
+        "--insecure",
+        "--log-level",
+        "info",
+    ]
     provider = DockerProvider(gymnasium_image, command, startup_timeout=4)
     before = our_container_ids(docker_engine)
     with pytest.raises(ServerStartError, match="was not ready within 4s") as caught:

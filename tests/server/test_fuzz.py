@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from openenv_gym.server import OpenEnvServer, ServerThread
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.messages import ErrorCode, http_to_ws_url
 
 OFFICIAL_CODES = {code.value for code in ErrorCode}
@@ -215,7 +216,8 @@ _frames = st.one_of(
 )
 
 
-def _is_valid_close(frame: str | bytes) -> bool:
+def _is_valid_close(frame: str | bytes, *, strict_keys: bool = True) -> bool:
+    """A ``close`` message (batch connections do not check for extra keys)."""
     try:
         message = json.loads(frame)
     except (ValueError, RecursionError):
@@ -223,7 +225,7 @@ def _is_valid_close(frame: str | bytes) -> bool:
     return (
         isinstance(message, dict)
         and message.get("type") == "close"
-        and set(message) <= {"type", "data"}
+        and (not strict_keys or set(message) <= {"type", "data"})
         and isinstance(message.get("data", {}), dict)
     )
 
@@ -248,3 +250,97 @@ def test_every_frame_gets_an_official_reply_and_the_session_lives_on(peer: Peer)
         peer.assert_alive()
 
     check()
+
+
+# --------------------------------------------------------------------------- batch connections
+
+_BATCH_OPEN = '{"type":"batch_open","data":{"sessions":2}}'
+_BATCH_RESET = '{"type":"batch_step","data":{"ops":[{"reset":{}},{"reset":{}}]}}'
+_BATCH_STEP = '{"type":"batch_step","data":{"ops":[{"step":{"action":0}},{"step":{"action":1}}]}}'
+_BATCH_VALID = [
+    _BATCH_STEP,
+    '{"type":"batch_state"}',
+    '{"type":"batch_step","data":{"ops":[null,null]}}',
+]
+
+
+@st.composite
+def _batch_messages(draw: st.DrawFn) -> str:
+    kind = draw(
+        st.one_of(st.sampled_from(["batch_open", "batch_step", "batch_state", "step"]), _types)
+    )
+    message: dict[str, Any] = {"type": kind}
+    if draw(st.booleans()):
+        ops = st.lists(
+            st.one_of(st.none(), st.dictionaries(st.sampled_from(["step", "reset"]), _json)),
+            max_size=3,
+        )
+        message["data"] = draw(
+            st.one_of(
+                st.fixed_dictionaries({"ops": ops}),
+                st.fixed_dictionaries({"ops": ops, "same_step_reset": _json}),
+                st.fixed_dictionaries({"sessions": _json}),
+                _json,
+            )
+        )
+    return _dumps(message)
+
+
+@st.composite
+def _batch_mutated(draw: st.DrawFn) -> str | bytes:
+    frame = bytearray(draw(st.sampled_from(_BATCH_VALID)).encode())
+    for _ in range(draw(st.integers(1, 4))):
+        position = draw(st.integers(0, max(0, len(frame) - 1)))
+        frame[position : position + draw(st.integers(0, 2))] = draw(st.binary(max_size=3))
+    data = bytes(frame)
+    return data if draw(st.booleans()) else data.decode("utf-8", "replace")
+
+
+_batch_frames = st.one_of(_batch_messages(), _batch_mutated(), _deep(), _huge_numbers(), _frames)
+
+
+def test_every_batch_frame_gets_an_official_reply_and_the_connection_lives_on() -> None:
+    """The same invariant on a batch connection (``openenv-gym.batch.v1``, K sessions)."""
+    with ServerThread(_gymnasium()) as running, contextlib.ExitStack() as stack:
+        url = http_to_ws_url(running.url)
+
+        def reopen() -> ClientConnection:
+            ws = stack.enter_context(
+                connect(url, subprotocols=[BATCH_SUBPROTOCOL], open_timeout=10, max_size=None)  # type: ignore[list-item]
+            )
+            ws.send(_BATCH_OPEN)
+            assert json.loads(ws.recv(timeout=20))["type"] == "batch_opened"
+            return ws
+
+        state = {"ws": reopen()}
+
+        @settings(
+            max_examples=300,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+        @given(frame=_batch_frames)
+        def check(frame: str | bytes) -> None:
+            ws = state["ws"]
+            ws.send(frame)
+            try:
+                reply = ws.recv(timeout=20)
+            except ConnectionClosed as closed:
+                code = closed.rcvd.code if closed.rcvd is not None else None
+                state["ws"] = reopen()
+                if code != 1000 or not _is_valid_close(frame, strict_keys=False):
+                    raise AssertionError(f"closed with {code} on {frame!r:.300}") from closed
+                return
+            if isinstance(reply, str):
+                message = json.loads(reply)
+                if message["type"] == "error":
+                    assert message["data"]["code"] in OFFICIAL_CODES, message
+            ws = state["ws"]
+            for valid in (_BATCH_RESET, _BATCH_STEP):
+                ws.send(valid)
+                after = ws.recv(timeout=20)
+                assert isinstance(after, bytes) or json.loads(after)["type"] != "error", after
+
+        check()

@@ -20,17 +20,7 @@ from openenv_gym.server import (
     OpenEnvServer,
     ServerThread,
 )
-
-
-def wait_for(condition: Any, timeout: float = 10.0) -> bool:
-    """Poll ``condition()`` until it is true or ``timeout`` passes (no timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
-
+from tests.conftest import wait_for
 
 # --------------------------------------------------------------------------- happy path
 

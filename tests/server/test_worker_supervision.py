@@ -12,8 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -22,6 +21,7 @@ from openenv_gym import OpenEnvEnv
 from openenv_gym.errors import ServerConnectionError
 from openenv_gym.server.budget import SharedSessionBudget
 from openenv_gym.server.workers import describe_exit
+from tests.conftest import process_running, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 READY = "OPENENV_GYM_READY "
@@ -57,7 +57,7 @@ class Served:
     def workers(self) -> list[int]:
         path = f"/proc/{self.process.pid}/task/{self.process.pid}/children"
         with open(path) as children:
-            return [int(pid) for pid in children.read().split() if _running(int(pid))]
+            return [int(pid) for pid in children.read().split() if process_running(int(pid))]
 
     def capacity(self) -> dict[str, int]:
         return dict(httpx.get(self.url + "/capacity", timeout=10).json())
@@ -78,15 +78,6 @@ def served() -> Iterator[Served]:
         server.stop()
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
     env = OpenEnvEnv(served.url)
     try:
@@ -101,11 +92,11 @@ def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
             env.step(env.action_space.sample())
     finally:
         env.close()
-    assert wait_for(lambda: len(served.workers()) == 2 and holder not in served.workers())
+    assert wait_for(lambda: len(served.workers()) == 2 and holder not in served.workers(), 30)
     assert served.process.poll() is None  # the server lives on
     # The dropped session's budget slot was freed; the restarted worker serves sessions.
-    assert wait_for(lambda: served.capacity()["active_sessions"] == 0)
-    assert wait_for(lambda: len({served.capacity()["pid"] for _ in range(20)}) == 2)
+    assert wait_for(lambda: served.capacity()["active_sessions"] == 0, 30)
+    assert wait_for(lambda: len({served.capacity()["pid"] for _ in range(20)}) == 2, 30)
     again = OpenEnvEnv(served.url)
     try:
         again.reset(seed=0)
@@ -125,22 +116,13 @@ def test_workers_that_keep_dying_stop_the_server_with_exit_code_1(served: Served
         killed = served.workers()
         for pid in killed:
             os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not any(_running(pid) for pid in killed), 10)  # noqa: B023
+        wait_for(lambda: not any(process_running(pid) for pid in killed), 10)  # noqa: B023
         # wait for the restarts (or for the parent to give up)
         wait_for(lambda: served.process.poll() is not None or len(served.workers()) == 2, 20)
     log = served.stop()
     assert served.process.returncode == 1, log
     assert "giving up" in log
     assert "ServerWorkerError" in log
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a killed worker stays a zombie until its parent reaps it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _has_tcp_session(pid: int) -> bool:
