@@ -16,12 +16,12 @@ COPY pyproject.toml README.md /tmp/src/
 # once) and kept while only the source changes.
 RUN mkdir -p /tmp/src/openenv_gym && : > /tmp/src/openenv_gym/__init__.py \
     && python3 -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
-        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse /tmp/src \
+        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse "/tmp/src[render]" \
     && python3 -m pip uninstall --yes --quiet --root-user-action=ignore openenv-gym \
     && rm -rf /tmp/src/openenv_gym /tmp/src/build /tmp/src/openenv_gym.egg-info
 COPY openenv_gym /tmp/src/openenv_gym
 RUN python3 -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
-        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse "/tmp/src" \
+        ${PIP_INSTALL_OPTIONS} --find-links /tmp/wheelhouse "/tmp/src[render]" \
     && rm -rf /tmp/wheelhouse /tmp/src
 # A non-root user (no passwd entry needed); docker run --user overrides it.
 USER 10001:10001

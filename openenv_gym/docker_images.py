@@ -74,7 +74,7 @@ IMAGES: Final[dict[str, ImageSpec]] = {
         "gymnasium",
         "docker/gymnasium.Dockerfile",
         "openenv-gym/gymnasium:latest",
-        None,
+        "render",  # pygame: the classic-control envs render rgb_array frames remotely
         "openenv_gym.envs.gymnasium",
     ),
     "atari": ImageSpec(
