@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import (
@@ -23,7 +23,6 @@ from openenv_gym.client.session import (
     DEFAULT_REPLY_TIMEOUT,
     Session,
     check_encoding,
-    ws_url_or_raise,
 )
 from openenv_gym.errors import (
     BinaryEncodingRefusedError,
@@ -47,10 +46,10 @@ class SyncSession:
     """A session for synchronous code (a single env): one request at a time, in the calling
     thread, with no hop to another thread.
 
-    For a ``ws://`` URL that needs no proxy it is a :class:`~openenv_gym.client.blocking.\
-BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event loop);
-    otherwise (``wss://``, or an HTTP proxy configured for the host) a :class:`Session` on
-    its own :class:`~openenv_gym.client.loop.CallerLoop`.
+    For a server reached directly (``ws://`` or ``wss://``) it is a
+    :class:`~openenv_gym.client.blocking.BlockingConnection` (a ``send`` and a ``recv``
+    system call per request, no event loop); through an HTTP proxy configured for the host,
+    a :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`.
     """
 
     def __init__(
@@ -85,7 +84,7 @@ BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event
         """Open a session (the arguments and errors of :meth:`Session.open`)."""
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
-        if url.startswith("ws://") and (is_loopback_url(url) or not _proxied(url)):
+        if is_loopback_url(url) or not _proxied(url):
             offered = list(subprotocols or ())
             if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
                 offered.insert(0, BINARY_SUBPROTOCOL)

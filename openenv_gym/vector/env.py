@@ -3,8 +3,8 @@
 Against our servers, each connection carries several sessions (``openenv-gym.batch.v1``,
 one connection per server worker): a ``step`` sends ONE frame per connection with the
 actions of its sub-envs and gets one frame back (observation arrays stacked), autoreset
-included; against official servers each sub-env has a plain session of its own. All
-connections live on the env's own event loop, run in the caller's thread (no thread hop):
+included; against official servers each sub-env has a plain session of its own. The
+connections are blocking sockets used in the caller's thread (no event loop, no thread hop):
 a ``step`` encodes the N actions with the action codec, sends every frame before awaiting
 any reply (so the round trips overlap), and decodes the observations with the observation
 codec into preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async`
@@ -54,7 +54,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS, Session
+from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS
+from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.env import reply_info
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
@@ -64,7 +65,8 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
-from openenv_gym.vector.fleet import Channel, Fleet, Op, Pending
+from openenv_gym.vector.fleet import Fleet
+from openenv_gym.vector.opening import Channel
 from openenv_gym.vector.options import (
     check_base_urls,
     check_fleet,
@@ -74,6 +76,7 @@ from openenv_gym.vector.options import (
     make_template,
     seeds_for,
 )
+from openenv_gym.vector.round_trip import Op, Pending
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
 
@@ -298,7 +301,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
-        self._start_step(actions, defer=True)  # sent and received in one run of the loop
+        self._start_step(actions, defer=True)  # sent and read in one go
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
@@ -491,7 +494,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return list(self._fleet.urls)
 
     @property
-    def connections(self) -> list[Session]:
+    def connections(self) -> list[BlockingConnection]:
         """The open WebSocket connections (one per server worker when :attr:`batched`)."""
         return self._fleet.sessions
 
