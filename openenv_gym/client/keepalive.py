@@ -40,12 +40,14 @@ class _Keeper:
         self.period = period
         self.connections: weakref.WeakSet[BlockingConnection] = weakref.WeakSet()
         self.lock = threading.Lock()
+        self.wake = threading.Event()
         self.thread = threading.Thread(target=self._run, name="openenv-gym-keepalive", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while True:
-            time.sleep(self.period)
+            self.wake.wait(self.period)
+            self.wake.clear()
             self._tick()
 
     def _tick(self) -> None:
@@ -91,11 +93,11 @@ def forget(connection: BlockingConnection) -> None:
 
 
 def configure(*, idle: float = KEEPALIVE_IDLE, period: float = KEEPALIVE_PERIOD) -> None:
-    """Change when the thread reads for idle connections (tests use short times; a new
-    period applies after the current sleep)."""
+    """Change when the thread reads for idle connections (tests use short times)."""
     keeper = _the_keeper()
     keeper.idle = idle
     keeper.period = period
+    keeper.wake.set()
 
 
 def _forget_keeper_after_fork() -> None:
