@@ -66,9 +66,7 @@ class CountEnvironment(Environment):
 
 @pytest.fixture(scope="module")
 def pinging_url() -> Iterator[str]:
-    app = create_fastapi_app(
-        CountEnvironment, CountAction, CountObservation, max_concurrent_envs=8
-    )
+    app = create_fastapi_app(CountEnvironment, CountAction, CountObservation, max_concurrent_envs=8)
     with serve_official_app(
         app, ws_ping_interval=PING_INTERVAL, ws_ping_timeout=PING_INTERVAL
     ) as url:
