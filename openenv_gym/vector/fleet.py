@@ -1,5 +1,5 @@
-"""The servers and connections behind a vector env: capacity checks, opening, stepping,
-reconnecting, closing.
+"""The servers and connections behind a vector env: capacity checks, opening, round trips,
+closing.
 
 A :class:`Fleet` holds the URL and the connection (:class:`~openenv_gym.vector.opening.Channel`)
 of each sub-env, and the servers the vector env started (and stops on close). Before opening
@@ -7,25 +7,21 @@ sessions it checks that the servers can take them (``GET /capacity``, or
 ``CAPACITY_REACHED`` while opening on official servers) and raises
 :class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. Connections are blocking
 sockets (:mod:`openenv_gym.client.blocking`): a round trip sends one frame per connection,
-then reads each reply, in the caller's thread, with no event loop. With ``reconnect=True`` a
-broken session is reopened (an embedded server that died is restarted first), retrying with
-backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
+then reads each reply, in the caller's thread, with no event loop. Opening the connections
+of one server is :mod:`openenv_gym.vector.opening`'s; reopening broken ones
+(``reconnect=True``) :mod:`openenv_gym.vector.reconnect`'s, with :attr:`Fleet.backoff`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from openenv_gym.client import is_healthy
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_many, send_many
 from openenv_gym.errors import (
-    AuthenticationError,
-    NotAnOpenEnvServerError,
     OpenEnvGymError,
     SubEnvError,
 )
@@ -220,65 +216,6 @@ class Fleet:
                 known=known,
             )
         self.channels.extend(opened)
-
-    def reconnect(
-        self, indices: Sequence[int], causes: Sequence[BaseException] | None = None
-    ) -> list[int]:
-        """Reopen the connections of ``indices``, restarting an owned server that died.
-
-        Attempts are repeated with :attr:`backoff` (see :mod:`openenv_gym.vector.backoff`)
-        while the failure may pass (nothing listens yet, the connection dropped, the server's
-        slots are not free yet); a refusal that will not pass (a wrong token, not an OpenEnv
-        server) fails at once. Returns every sub-env whose session was reopened (all those
-        sharing a connection with one of ``indices``).
-
-        Raises:
-            SubEnvError: Reconnecting failed; the message names why the session broke
-                (``causes``), the attempts made and the last error (its ``__cause__``).
-        """
-        broken = [c for c in self.channels if any(i in c.indices for i in indices)]
-        affected = sorted(i for c in broken for i in c.indices)
-        self.channels = [c for c in self.channels if c not in broken]
-        close_all([c.session for c in broken])
-        first_cause = causes[0] if causes else None
-        started = time.monotonic()
-        attempts = 0
-        delays = self.backoff.delays(start=started)
-        while True:
-            attempts += 1
-            try:
-                self._restart_dead_servers(affected)
-                self.open(affected, check_capacity=False)
-                return affected
-            except OpenEnvGymError as exc:
-                last: OpenEnvGymError = exc
-            if isinstance(last, AuthenticationError | NotAnOpenEnvServerError):
-                break
-            delay = next(delays, None)
-            if delay is None:
-                break
-            time.sleep(delay)
-        elapsed = time.monotonic() - started
-        broke = f"{first_cause}; " if first_cause is not None else ""
-        error = self.sub_env_error(
-            affected[0],
-            f"{broke}reconnecting failed after {attempts} attempt(s) over {elapsed:.1f}s "
-            f"(budget {self.backoff.budget:g}s); last error: {last}",
-            reconnect=True,
-        )
-        raise error from last
-
-    def _restart_dead_servers(self, indices: Sequence[int]) -> None:
-        """Restart the servers this fleet started, for ``indices``, that do not answer."""
-        for url in {self.urls[i] for i in indices}:
-            provider = self.providers.get(url)
-            if provider is None or is_healthy(url, timeout=2.0):
-                continue
-            provider.stop()
-            new_url = provider.start().rstrip("/")
-            del self.providers[url]
-            self.providers[new_url] = provider
-            self.urls = [new_url if u == url else u for u in self.urls]
 
     def exchange(self, channels: Sequence[Channel], frames: Sequence[str]) -> list[Any]:
         """One round trip on each of ``channels`` (:func:`~openenv_gym.client.exchange_many`)."""
