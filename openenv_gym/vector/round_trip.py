@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
+
 from openenv_gym.errors import OpenEnvGymError, ProtocolError, ServerReplyError
 from openenv_gym.vector.opening import Channel
 from openenv_gym.wire.batch import BatchResult, batch_step_message, parse_batch_result
@@ -39,7 +41,7 @@ class Pending:
     """
 
     channels: list[Channel]
-    frames: list[str]
+    frames: list[str | bytes]
     sent: list[OpenEnvGymError | None] | None
 
 
@@ -48,13 +50,27 @@ def frame_of_plain(op: Op) -> str:
     return encode_message({"type": op[0], "data": op[1]})
 
 
+def _json_fallback(value: Any) -> Any:
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
+    if callable(tolist):
+        return tolist()
+    raise TypeError(f"cannot send a {type(value).__name__} as JSON: {value!r:.100}")
+
+
+def encode_json(message: Mapping[str, Any]) -> bytes:
+    """``message`` as compact UTF-8 JSON, non-finite floats as ``null`` (as
+    :func:`~openenv_gym.wire.messages.encode_message` does; in Rust, a batch frame is
+    the largest client message)."""
+    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+
+
 def build_frames(
     channels: Sequence[Channel],
     ops: Sequence[Op | None],
     *,
     same_step_reset: Mapping[str, Any] | None = None,
     last: Sequence[bool] | None = None,
-) -> tuple[list[Channel], list[str]]:
+) -> tuple[list[Channel], list[str | bytes]]:
     """One frame per connection that has an op (``ops[i]`` for sub-env i, ``None``: leave it
     alone): a ``batch_step`` on a batch connection, the plain message otherwise.
 
@@ -63,7 +79,7 @@ def build_frames(
     client-side time limit).
     """
     chosen: list[Channel] = []
-    frames: list[str] = []
+    frames: list[str | bytes] = []
     for channel in channels:
         if not channel.batch:
             op = ops[channel.indices[0]]
@@ -85,7 +101,7 @@ def build_frames(
             entries.append(entry)
         if busy:
             chosen.append(channel)
-            frames.append(encode_message(batch_step_message(entries, same_step_reset)))
+            frames.append(encode_json(batch_step_message(entries, same_step_reset)))
     return chosen, frames
 
 
