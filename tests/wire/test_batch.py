@@ -44,7 +44,8 @@ def test_a_binary_result_round_trips_with_metadata_and_finals() -> None:
     assert result.reward == [0.5, 0.5]
     assert result.done == [False, True]
     assert result.metadata == {1: {"k": 1}}
-    assert result.final[1].reward == 2.0 and result.final[1].done
+    assert result.final[1].reward == 2.0
+    assert result.final[1].done
     assert result.reply(1).metadata == {"k": 1}
 
 
