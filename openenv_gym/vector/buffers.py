@@ -68,6 +68,10 @@ class BatchBuffers:
         self.truncations = np.zeros(num_envs, dtype=np.bool_)
         #: Sub-envs whose episode ended at the last step (NEXT_STEP: reset on the next).
         self.autoreset = np.zeros(num_envs, dtype=np.bool_)
+        #: The same, as a list (no numpy reduction per step to find them).
+        self.pending_resets: list[int] = []
+        # Whether a sub-env's episode ended in the step being written.
+        self._ended_now = False
         self.elapsed = np.zeros(num_envs, dtype=np.int64)
         #: The legal actions of each sub-env's last observation (``None``: not reset yet).
         self.legal: list[Any] = [None] * num_envs
@@ -109,23 +113,31 @@ class BatchBuffers:
         self,
         channel_indices: Sequence[int],
         result: BatchResult,
-        was_resetting: np.ndarray | None,
+        was_resetting: frozenset[int] | None,
         infos: dict[str, Any],
         ended: dict[int, dict[str, Any]],
     ) -> dict[str, Any]:
         """Write one connection's step results; collect SAME_STEP episodes still to reset
-        (``ended``: sub-env -> its final info)."""
+        (``ended``: sub-env -> its final info). ``was_resetting``: the sub-envs whose op was
+        the NEXT_STEP reset."""
         indices = self.write_rows(channel_indices, result)
+        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
+        if (
+            len(indices) > 1
+            and not result.final
+            and not noisy
+            and (was_resetting is None or was_resetting.isdisjoint(indices))
+            and self._take_plain_steps(indices, result, ended)
+        ):
+            return infos
         rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
         elapsed, limit = self.elapsed, self.max_episode_steps
         truncated_key, terminated_key = self.truncated_key, self.terminated_key
         truncated_column = result.fields.get(truncated_key) if truncated_key else None
         # Our servers send the exact terminated flag too (both may be true on the last step).
         terminated_column = result.fields.get(terminated_key) if terminated_key else None
-        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
-        finals = result.final
         for k, i in enumerate(indices):
-            if was_resetting is not None and was_resetting[i]:
+            if was_resetting is not None and i in was_resetting:
                 rewards[i] = 0.0
                 terminations[i] = False
                 truncations[i] = False
@@ -133,7 +145,7 @@ class BatchBuffers:
                 if noisy:
                     infos = self.add_row_info(infos, result, k, i)
                 continue
-            final = finals.get(k) if finals else None
+            final = result.final.get(k)
             if final is not None:  # ended and reset by the server in this round trip
                 truncated = bool(final.observation.get(truncated_key or "", False))
                 exact = final.observation.get(terminated_key) if terminated_key else None
@@ -145,9 +157,12 @@ class BatchBuffers:
             elapsed[i] += 1
             if limit is not None and elapsed[i] >= limit:
                 truncated = True
+            terminated = bool(exact) if exact is not None else bool(done) and not truncated
             rewards[i] = 0.0 if reward is None else reward
-            terminations[i] = bool(exact) if exact is not None else done and not truncated
+            terminations[i] = terminated
             truncations[i] = truncated
+            if terminated or truncated:
+                self._ended_now = True
             if final is not None:
                 final_info = reply_info(self.codec, final)
                 final_obs = self.decode_one(i, final.observation)
@@ -155,11 +170,46 @@ class BatchBuffers:
                 elapsed[i] = 0
                 if noisy:
                     infos = self.add_row_info(infos, result, k, i)
-            elif self.same_step and (terminations[i] or truncations[i]):
+            elif self.same_step and (terminated or truncated):
                 ended[i] = self.row_info(result, k) if noisy else {}
             elif noisy:
                 infos = self.add_row_info(infos, result, k, i)
         return infos
+
+    def _take_plain_steps(
+        self, indices: list[int], result: BatchResult, ended: dict[int, dict[str, Any]]
+    ) -> bool:
+        """:meth:`take_steps` for rows that are all plain steps (no final reply, no info, no
+        reset), written as whole columns; ``False`` (nothing written) when the flag columns
+        are not boolean arrays."""
+        truncated_column = _flags(result.fields, self.truncated_key)
+        terminated_column = _flags(result.fields, self.terminated_key)
+        if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
+            return False
+        first, count = indices[0], len(indices)
+        rows: slice | list[int] = (
+            slice(first, first + count) if indices[-1] - first == count - 1 else indices
+        )
+        reward = result.reward
+        self.rewards[rows] = [0.0 if r is None else r for r in reward] if None in reward else reward
+        elapsed = self.elapsed[rows] + 1
+        self.elapsed[rows] = elapsed
+        truncated = np.zeros(count, np.bool_) if truncated_column is None else truncated_column
+        if self.max_episode_steps is not None:
+            truncated |= elapsed >= self.max_episode_steps
+        if terminated_column is not None:
+            terminated = terminated_column
+        else:
+            terminated = np.array(result.done, dtype=np.bool_) & ~truncated
+        self.terminations[rows] = terminated
+        self.truncations[rows] = truncated
+        done = terminated | truncated
+        if done.any():
+            self._ended_now = True
+            if self.same_step:
+                for k in np.flatnonzero(done).tolist():
+                    ended[indices[k]] = {}
+        return True
 
     def take_resets(
         self, channel_indices: Sequence[int], result: BatchResult, infos: dict[str, Any]
@@ -171,25 +221,34 @@ class BatchBuffers:
                 infos = self.add_row_info(infos, result, k, i)
         return infos
 
-    def mark_reset(self, indices: Sequence[int] | np.ndarray) -> None:
+    def mark_reset(self, indices: Sequence[int]) -> None:
         """The sub-envs ``indices`` start a new episode."""
         self.terminations[indices] = False
         self.truncations[indices] = False
         self.autoreset[indices] = False
         self.elapsed[indices] = 0
+        if self.pending_resets:
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
 
     def mark_reconnected(self, index: int) -> None:
         """Sub-env ``index``'s episode ends here, truncated (its session was reopened)."""
         self.rewards[index] = 0.0
         self.terminations[index] = False
         self.truncations[index] = True
+        self._ended_now = True
 
     def end_step(self) -> None:
-        """After a step: which sub-envs the next step resets (none with SAME_STEP)."""
-        if self.same_step:
-            self.autoreset[:] = False
-        else:
+        """After a step: which sub-envs the next step resets (none with SAME_STEP).
+
+        A step in which no episode ended leaves every flag false: no numpy work then.
+        """
+        if self._ended_now and not self.same_step:
             np.logical_or(self.terminations, self.truncations, out=self.autoreset)
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+        elif self.pending_resets:
+            self.autoreset[:] = False
+            self.pending_resets = []
+        self._ended_now = False
 
     # ------------------------------------------------------------------ observations
 
@@ -225,5 +284,20 @@ class BatchBuffers:
         info = self.row_info(result, position)
         return self._add_info(infos, info, index) if info else infos
 
+
+def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:
+    """The boolean column ``key`` of a result as a new array; ``None`` when there is no such
+    field, ``False`` when it holds anything but booleans (the row-by-row path decides)."""
+    column = fields.get(key) if key else None
+    if column is None:
+        return None
+    if isinstance(column, np.ndarray):
+        return column.copy() if column.dtype == np.bool_ else False
+    if isinstance(column, list) and _BOOL_ONLY.issuperset(map(type, column)):
+        return np.array(column, dtype=np.bool_)
+    return False
+
+
+_BOOL_ONLY = frozenset({bool})
 
 __all__ = ["BatchBuffers"]

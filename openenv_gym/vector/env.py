@@ -141,7 +141,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
-        self._pending: tuple[Pending, np.ndarray | None] | None = None
+        self._pending: tuple[Pending, frozenset[int] | None] | None = None
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
@@ -308,21 +308,20 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if self._pending is not None:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
         buffers = self._buffers
-        resetting = buffers.autoreset
+        resetting = buffers.pending_resets
         mode = self.autoreset_mode
-        if mode == AutoresetMode.DISABLED and resetting.any():
-            ended = np.flatnonzero(resetting).tolist()
+        if mode == AutoresetMode.DISABLED and resetting:
             raise VectorUsageError(
-                f"sub-envs {ended} ended at the last step and autoreset_mode is DISABLED: "
+                f"sub-envs {resetting} ended at the last step and autoreset_mode is DISABLED: "
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
         wires = self._action_codec.encode_batch(actions, self.num_envs)
         ops: list[Op | None] = [("step", wire) for wire in wires]
-        was_resetting: np.ndarray | None = None
-        if mode == AutoresetMode.NEXT_STEP and resetting.any():
-            for i in np.flatnonzero(resetting).tolist():
+        was_resetting: frozenset[int] | None = None
+        if mode == AutoresetMode.NEXT_STEP and resetting:
+            for i in resetting:
                 ops[i] = ("reset", self._plain_reset)
-            was_resetting = resetting.copy()
+            was_resetting = frozenset(resetting)
         same_step = mode == AutoresetMode.SAME_STEP
         limit = self._max_episode_steps
         last = None if limit is None or not same_step else (buffers.elapsed + 1 >= limit).tolist()
