@@ -33,6 +33,7 @@ import contextlib
 import importlib
 import os
 import socket
+import subprocess
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -265,7 +266,13 @@ class DockerProvider(ServerProvider):
         }
         if self.remove_with_owner and self._reaper is None:
             # Before the container exists: no moment where a killed owner leaves it behind.
-            self._reaper = ContainerReaper.start()
+            try:
+                self._reaper = ContainerReaper.start()
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise ServerStartError(
+                    f"could not start the watcher that removes the container of {self.image} "
+                    f"with this process ({exc}); pass remove_with_owner=False to run it without"
+                ) from exc
         if self._reaper is not None:
             labels[REAPER_LABEL] = self._reaper.key
         try:

@@ -227,6 +227,21 @@ def locations(envs: OpenEnvVectorEnv) -> list[ServerLocation]:
     return found
 
 
+def assert_steps_like_raw_cartpole(envs: OpenEnvVectorEnv, seed: int) -> None:
+    """The 4 sub-envs make the same transitions as raw CartPole, whatever node runs them."""
+    obs, _ = envs.reset(seed=seed)
+    raw = [gym.make("CartPole-v1") for _ in range(4)]
+    expected = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(raw)])
+    np.testing.assert_allclose(obs, expected, rtol=1e-6)
+    for t in range(5):
+        actions = np.array([t % 2, 1, 0, (t + 1) % 2])
+        obs, rewards, terminations, _, _ = envs.step(actions)
+        expected = np.stack([env.step(int(a))[0] for env, a in zip(raw, actions, strict=True)])
+        np.testing.assert_allclose(obs, expected, rtol=1e-6)
+        assert rewards.tolist() == [1.0] * 4
+        assert not terminations.any()
+
+
 def assert_token_required(envs: OpenEnvVectorEnv) -> None:
     """Every server requires the fleet's token: without it (or with another) a client is
     refused with AuthenticationError; the vector env's sessions send it by themselves."""
@@ -269,17 +284,7 @@ def test_servers_spread_over_both_nodes_and_end_on_close(cluster: LocalRayCluste
             assert node_ids()[loc.node_ip] == loc.node_id
         assert sorted(set(envs.base_urls)) == sorted(loc.url for loc in located)
         assert_token_required(envs)
-        obs, _ = envs.reset(seed=7)
-        raw = [gym.make("CartPole-v1") for _ in range(4)]
-        expected = np.stack([env.reset(seed=7 + i)[0] for i, env in enumerate(raw)])
-        np.testing.assert_allclose(obs, expected, rtol=1e-6)
-        for t in range(5):  # the same transitions as raw CartPole, on both nodes
-            actions = np.array([t % 2, 1, 0, (t + 1) % 2])
-            obs, rewards, terminations, _, _ = envs.step(actions)
-            expected = np.stack([env.step(int(a))[0] for env, a in zip(raw, actions, strict=True)])
-            np.testing.assert_allclose(obs, expected, rtol=1e-6)
-            assert rewards.tolist() == [1.0] * 4
-            assert not terminations.any()
+        assert_steps_like_raw_cartpole(envs, seed=7)
     finally:
         envs.close()
     assert_gone(located, actors)
@@ -550,17 +555,7 @@ def test_containers_placed_by_ray_step_and_are_removed_on_close(
             assert loc.url == f"http://{loc.node_ip}:{port}"
             assert alive(loc.pid)  # the container's server process, on the node
         assert_token_required(envs)
-        obs, _ = envs.reset(seed=3)
-        raw = [gym.make("CartPole-v1") for _ in range(4)]
-        expected = np.stack([env.reset(seed=3 + i)[0] for i, env in enumerate(raw)])
-        np.testing.assert_allclose(obs, expected, rtol=1e-6)
-        for t in range(5):  # real steps, in containers on both nodes
-            actions = np.array([1, t % 2, 0, 1])
-            obs, rewards, terminations, _, _ = envs.step(actions)
-            expected = np.stack([env.step(int(a))[0] for env, a in zip(raw, actions, strict=True)])
-            np.testing.assert_allclose(obs, expected, rtol=1e-6)
-            assert rewards.tolist() == [1.0] * 4
-            assert not terminations.any()
+        assert_steps_like_raw_cartpole(envs, seed=3)  # real steps, in containers on both nodes
     finally:
         envs.close()
     assert not ids & our_container_ids(docker_engine), "close() left a container behind"
