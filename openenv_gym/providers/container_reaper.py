@@ -1,7 +1,7 @@
 """Remove a process's Docker containers when it ends, however it ends (``SIGKILL`` too).
 
 A process that runs containers and may be killed without warning (a Ray actor: ``ray.kill``,
-its driver's death and the loss of its node's raylet all end it with ``SIGKILL``) cannot
+its driver's death and the loss of its node's raylet can end it with ``SIGKILL``) cannot
 remove them itself, and its ``weakref.finalize``/``atexit`` clean-up never runs. A
 :class:`ContainerReaper` is a tiny watcher process started *before* the first container:
 

@@ -16,7 +16,7 @@ which runs at exit). A process killed with SIGKILL cannot clean up: its containe
 labels naming the host and the owner's pid, and :func:`remove_orphans` (called on every
 start) removes those whose owner is gone. With ``remove_with_owner=True`` a
 :class:`~openenv_gym.providers.container_reaper.ContainerReaper` removes it even then, the
-moment its owner is gone (a Ray actor's containers: actors end by ``SIGKILL``).
+moment its owner is gone (a Ray actor's containers: actors may end by ``SIGKILL``).
 
 Example:
     >>> provider = DockerProvider.serving(  # doctest: +SKIP

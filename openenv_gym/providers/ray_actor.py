@@ -12,7 +12,7 @@ the same providers as on the driver's machine (nothing is duplicated):
   accepts before the server listens). A detached
   :class:`~openenv_gym.providers.container_reaper.ContainerReaper` removes the container the
   moment the actor is gone, however it ends (``ray.kill``, its driver's death, the loss of
-  the raylet: all ``SIGKILL``).
+  the raylet: each can be a ``SIGKILL``).
 
 Each start reports a :class:`ServerLocation`. The driver side is
 :class:`~openenv_gym.providers.ray.RayServer`; this module imports without Ray.

@@ -590,6 +590,30 @@ def test_any_image_on_ray_and_a_killed_actor_takes_its_container(
         envs.close()
     assert not wait_removed(docker_engine, ids, 30.0)
 
+    # With reconnect=True, Ray places a new container and the sub-env goes on there.
+    envs = OpenEnvVectorEnv(
+        CARTPOLE, 2, fleet=SMALL, sessions_per_server=1, image=gymnasium_image, reconnect=True
+    )
+    try:
+        ids = container_ids(envs)
+        envs.reset(seed=0)
+        index, server = server_on_node2(envs, cluster)
+        assert server.location is not None
+        killed = server.location.container_id
+        ray.kill(server.actor)
+        assert not wait_removed(docker_engine, {killed} if killed else set())
+        _, _, _, truncations, infos = envs.step(envs.action_space.sample())
+        assert infos["_reconnected"][index]
+        assert truncations[index]
+        assert server.location is not None
+        assert server.location.container_id not in (None, killed)
+        for _ in range(5):
+            envs.step(envs.action_space.sample())
+        ids |= container_ids(envs)
+    finally:
+        envs.close()
+    assert not wait_removed(docker_engine, ids, 30.0)
+
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
