@@ -46,6 +46,7 @@ from openenv_gym.wire.batch import (
 )
 from openenv_gym.wire.binary import parse_frame
 from openenv_gym.wire.messages import ObservationReply, StateReply, encode_message, state_message
+from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
 
 #: The ``state`` request (a session accepted by a server answers it; a refused one gets
 #: ``CAPACITY_REACHED``).
@@ -61,10 +62,13 @@ class Channel:
     Attributes:
         session: The connection.
         indices: The sub-envs it carries, in the order of the server's sessions.
+        shared: Reads the arrays the server puts in shared memory (a batch connection
+            that agreed to it, see :mod:`openenv_gym.wire.shared_memory`).
     """
 
     session: Session
     indices: list[int]
+    shared: SharedArrayReader | None = None
 
     @property
     def batch(self) -> bool:
@@ -353,18 +357,26 @@ class Fleet:
             size = share + (1 if k < extra else 0)
             chunks.append(indices[start : start + size])
             start += size
+        probe = ProbeFile.create()  # shared memory, if the server shares our /dev/shm
+        offer = probe.offer() if probe is not None else None
         frames = [
-            encode_message(batch_open_message(len(chunk), self.truncated_key)) for chunk in chunks
+            encode_message(batch_open_message(len(chunk), self.truncated_key, offer))
+            for chunk in chunks
         ]
-        replies = await exchange_many(connections, frames, self.reply_timeout)
+        try:
+            replies = await exchange_many(connections, frames, self.reply_timeout)
+        finally:
+            if probe is not None:
+                probe.close()
         refused = 0
         failure: BaseException | None = None
+        shared: list[bool] = []
         for chunk, raw in zip(chunks, replies, strict=True):
             if isinstance(raw, BaseException):
                 failure = failure or raw
                 continue
             try:
-                check_batch_opened(raw, len(chunk))
+                shared.append(check_batch_opened(raw, len(chunk)))
             except CapacityReachedError:
                 refused += len(chunk)
             except OpenEnvGymError as exc:
@@ -372,7 +384,10 @@ class Fleet:
         if refused or failure is not None:
             await close_all(connections)
             raise failure if failure is not None else _SessionsRefusedError(refused)
-        return [Channel(c, chunk) for c, chunk in zip(connections, chunks, strict=True)]
+        return [
+            Channel(c, chunk, SharedArrayReader() if agreed else None)
+            for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
+        ]
 
     def reconnect(
         self, indices: Sequence[int], causes: Sequence[BaseException] | None = None
@@ -393,6 +408,9 @@ class Fleet:
         affected = sorted(i for c in broken for i in c.indices)
         self.channels = [c for c in self.channels if c not in broken]
         self.loop.run(close_all([c.session for c in broken]))
+        for channel in broken:
+            if channel.shared is not None:
+                channel.shared.close()
         first_cause = causes[0] if causes else None
         started = time.monotonic()
         attempts = 0
@@ -509,7 +527,7 @@ class Fleet:
         url = self.urls[channel.indices[0]]
         try:
             if channel.batch:
-                return parse_batch_result(raw, url=url)
+                return parse_batch_result(raw, url=url, shared=channel.shared)
             reply = parse_frame(raw, url=url)
         except ServerReplyError as exc:
             position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0
@@ -575,6 +593,9 @@ class Fleet:
             if not self.loop.closed:
                 self.loop.run(close_all(self.sessions))
         finally:
+            for channel in self.channels:
+                if channel.shared is not None:
+                    channel.shared.close()
             self.loop.close()
             for provider in self.providers.values():
                 provider.stop()
