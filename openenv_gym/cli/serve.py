@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from openenv_gym.cli.arguments import port_number, positive_int, positive_seconds
+from openenv_gym.cli.arguments import int_argument, port_number, positive_int, positive_seconds
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
 from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
 from openenv_gym.client import TOKEN_ENV_VAR
@@ -153,6 +153,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         DEFAULT_MAX_SESSIONS,
         HARD_CAP_FACTOR,
     )
+    from openenv_gym.server.busy_poll import DEFAULT_BUSY_POLL
 
     group = parser.add_argument_group("server options")
     group.add_argument(
@@ -209,6 +210,15 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         f"(default: {DEFAULT_MAX_MESSAGE_SIZE})",
     )
     group.add_argument(
+        "--busy-poll-us",
+        type=_busy_poll_us,
+        default=round(DEFAULT_BUSY_POLL * 1e6),
+        metavar="US",
+        help="after a reply, spin up to US microseconds for the next request instead of "
+        "sleeping (no wake-up cost for a client stepping in a tight loop; stops spinning "
+        f"for slow clients); 0 turns it off (default: {round(DEFAULT_BUSY_POLL * 1e6)})",
+    )
+    group.add_argument(
         "--token",
         default=None,
         metavar="TOKEN",
@@ -234,6 +244,12 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: ``--busy-poll-us``: ``0`` (off) to 100 ms.
+_busy_poll_us = int_argument(
+    "a number of microseconds", minimum=0, maximum=100_000, bound="microseconds in 0..100000"
+)
+
+
 def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`OpenEnvServer` keyword arguments from the shared server flags."""
     return {
@@ -241,6 +257,7 @@ def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "idle_timeout": args.idle_timeout,
         "max_message_size": args.max_message_size,
         "token": serve_token(args),
+        "busy_poll": args.busy_poll_us * 1e-6,
     }
 
 

@@ -1,7 +1,9 @@
 """OpenEnvServer: serve an :class:`~openenv_gym.server.Environment` over the OpenEnv protocol.
 
-Built directly on the ``websockets`` asyncio server, not on an ASGI stack, so a step round
-trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
+Built on asyncio's stream server and ``websockets``' sans-I/O protocol
+(:mod:`openenv_gym.server.connection`), not on an ASGI stack: a step is answered inside the
+event loop's read callback, so a round trip costs little more than a bare WebSocket echo.
+:meth:`OpenEnvServer.run` uses ``uvloop`` when it is installed. Official ``openenv`` clients
 (``GenericEnvClient``, ``EnvClient`` subclasses) work against it unchanged.
 
 * ``/ws``: one WebSocket connection = one session = one environment from the factory
@@ -18,7 +20,7 @@ trip costs little more than a bare WebSocket echo. Official ``openenv`` clients
   Beyond the hard cap websockets closes the connection with code 1009 (message too big),
   because the frame would have to be buffered in full first.
 * Memory per connection is bounded whatever the peer sends or fails to read (pings,
-  pipelined frames, big frames): see :mod:`openenv_gym.server.flow_control`.
+  pipelined frames, big frames): see :mod:`openenv_gym.server.connection`.
 
 Example:
     >>> from openenv_gym.envs.gymnasium import gymnasium_server
@@ -34,39 +36,44 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
-from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
+from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
+from openenv_gym.server.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.server.connection import (
+    MessageHandler,
+    ServerConnection,
+    connection_factory,
+    wait_closed,
+)
 from openenv_gym.server.environment import Environment
-from openenv_gym.server.flow_control import MAX_QUEUED_FRAMES
+from openenv_gym.server.event_loop import new_server_loop
 from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
-from openenv_gym.server.http_requests import body_request_connection
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL
 from openenv_gym.wire.messages import CAPACITY_PATH
+from openenv_gym.wire.shared_memory import remove_stale_files
 
 logger = logging.getLogger("openenv_gym.server")
 
 DEFAULT_MAX_SESSIONS: Final = 64
 #: Client frames are actions and reset options: 1 MiB is plenty, and it bounds what one
-#: connection can make the server hold (see :mod:`openenv_gym.server.flow_control`).
+#: connection can make the server hold (see :mod:`openenv_gym.server.connection`).
 DEFAULT_MAX_MESSAGE_SIZE: Final = 1024 * 1024
 #: Frames up to ``HARD_CAP_FACTOR * max_message_size`` are read and answered with an error;
 #: larger ones close the connection (1009).
 HARD_CAP_FACTOR: Final = 2
 
 
-def select_subprotocol(
-    connection: ServerConnection, offered: Sequence[Subprotocol]
-) -> Subprotocol | None:
+def select_subprotocol(offered: Sequence[Subprotocol]) -> Subprotocol | None:
     """Accept :data:`BATCH_SUBPROTOCOL`, else :data:`BINARY_SUBPROTOCOL`, when offered;
     otherwise no subprotocol (never fail: official clients offer none)."""
     for accepted in (BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL):
@@ -80,9 +87,8 @@ def select_subprotocol(
 WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 
 
-def name_worker(connection: ServerConnection, request: Request, response: Response) -> None:
-    """The websockets ``process_response`` hook: add :data:`WORKER_HEADER` (this pid)."""
-    response.headers[WORKER_HEADER] = str(os.getpid())
+#: Seconds :meth:`OpenEnvServer.stop` waits for connections to close before dropping them.
+STOP_TIMEOUT: Final = 10.0
 
 
 def format_url(host: str, port: int) -> str:
@@ -104,6 +110,8 @@ class OpenEnvServer:
         max_message_size: Largest client frame in bytes that is processed.
         token: A bearer token clients must send (``Authorization: Bearer``) on every route
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
+        busy_poll: Seconds to spin on the connections after a reply, waiting for the next
+            request awake (:mod:`openenv_gym.server.busy_poll`); ``0`` sleeps at once.
 
     Raises:
         ValueError: A limit is not positive.
@@ -121,6 +129,7 @@ class OpenEnvServer:
         idle_timeout: float | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         token: str | None = None,
+        busy_poll: float = DEFAULT_BUSY_POLL,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
@@ -128,6 +137,8 @@ class OpenEnvServer:
             raise ValueError(f"expected idle_timeout > 0 seconds or None, got {idle_timeout}")
         if max_message_size < 1:
             raise ValueError(f"expected max_message_size >= 1 byte, got {max_message_size}")
+        if busy_poll < 0:
+            raise ValueError(f"expected busy_poll >= 0 seconds, got {busy_poll}")
         self.env_factory = env_factory
         self.action_type = action_type
         self.observation_type = observation_type
@@ -152,9 +163,10 @@ class OpenEnvServer:
         http_api = HttpEnvApi(env_factory, action_type=action_type)
         self.routes.add_body_route("POST", RESET_PATH, http_api.reset)
         self.routes.add_body_route("POST", STEP_PATH, http_api.step)
-        self._connection_class = body_request_connection(self.routes)
-        self._server: Server | None = None
-        self._unix_server: Server | None = None
+        self._connections: set[ServerConnection] = set()
+        self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
+        self._server: asyncio.Server | None = None
+        self._unix_server: asyncio.Server | None = None
         self.unix_path: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
@@ -214,38 +226,16 @@ class OpenEnvServer:
         """
         if self._server is not None:
             raise RuntimeError(f"the server is already listening on {self.url}")
-        self._server = await serve(
-            self.sessions.handle,
-            host,
-            port,
-            process_request=self.routes.process_request,
-            process_response=name_worker,
-            create_connection=self._connection_class,
-            # No keepalive pings: our clients read only while they step (no background
-            # thread), so an idle learner (a long PPO update) must not lose its session.
-            # Dead peers are found by TCP and --idle-timeout.
-            ping_interval=None,
-            select_subprotocol=select_subprotocol,
-            compression=None,
-            max_size=HARD_CAP_FACTOR * self.max_message_size,
-            max_queue=MAX_QUEUED_FRAMES,
-            reuse_port=reuse_port,
-        )
+        loop = asyncio.get_running_loop()
+        remove_stale_files()  # shared-memory files of server processes that died
+        # Frames up to the hard cap are read (and answered with an error above
+        # max_message_size); larger ones close the connection with 1009.
+        factory = connection_factory(self, max_size=HARD_CAP_FACTOR * self.max_message_size)
+        self._server = await loop.create_server(factory, host, port, reuse_port=reuse_port)
         if unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(unix_path)
-            self._unix_server = await unix_serve(
-                self.sessions.handle,
-                unix_path,
-                process_request=self.routes.process_request,
-                process_response=name_worker,
-                create_connection=self._connection_class,
-                ping_interval=None,
-                select_subprotocol=select_subprotocol,
-                compression=None,
-                max_size=HARD_CAP_FACTOR * self.max_message_size,
-                max_queue=MAX_QUEUED_FRAMES,
-            )
+            self._unix_server = await loop.create_unix_server(factory, unix_path)
             self.unix_path = unix_path
         self._loop = asyncio.get_running_loop()
         self._stop_requested = asyncio.Event()
@@ -267,10 +257,15 @@ class OpenEnvServer:
     async def _shutdown(self) -> None:
         server = self._server
         assert server is not None  # stop() checked
-        server.close()  # closes open connections with 1001 and waits for their handlers
-        await server.wait_closed()
+        server.close()  # stop listening
         if self._unix_server is not None:
             self._unix_server.close()
+        connections = list(self._connections)
+        for connection in connections:
+            connection.close(1001)  # going away
+        await wait_closed(connections, STOP_TIMEOUT)
+        await server.wait_closed()
+        if self._unix_server is not None:
             await self._unix_server.wait_closed()
             self._unix_server = None
             if self.unix_path is not None:
@@ -333,7 +328,47 @@ class OpenEnvServer:
                 host, port, on_ready, reuse_port=reuse_port, unix_path=unix_path
             )
 
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=new_server_loop) as runner:
+            runner.run(main())
+
+    # ----------------------------------------------------------------- connection hooks
+
+    def process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
+        """A route's response, or ``None`` to accept the WebSocket handshake on ``/ws``."""
+        return self.routes.process_request(request)
+
+    def process_response(self, connection: ServerConnection, response: Response) -> None:
+        """Name this process in the handshake response (:data:`WORKER_HEADER`)."""
+        response.headers[WORKER_HEADER] = str(os.getpid())
+
+    def select_subprotocol(self, offered: Sequence[Subprotocol]) -> Subprotocol | None:
+        """See :func:`select_subprotocol`."""
+        return select_subprotocol(offered)
+
+    def open_handler(self, connection: ServerConnection) -> MessageHandler | None:
+        """A session (or K on a batch connection) for an accepted ``/ws`` connection."""
+        return self.sessions.open_handler(connection)
+
+    def answer_body_request(
+        self, method: str, target: str, headers: Headers, body: bytes
+    ) -> Awaitable[Response]:
+        """``POST /reset``, ``POST /step`` (see :mod:`openenv_gym.server.http_requests`)."""
+        return self.routes.answer_with_body(method, target, headers, body)
+
+    @property
+    def busy_poller(self) -> BusyPoller | None:
+        """The spin after replies, shared by this process's connections."""
+        return self._busy_poller
+
+    def connection_opened(self, connection: ServerConnection) -> None:
+        """Track an accepted connection (:meth:`stop` closes them all)."""
+        self._connections.add(connection)
+
+    def connection_closed(self, connection: ServerConnection) -> None:
+        """Forget a closed connection."""
+        self._connections.discard(connection)
 
 
 __all__ = [

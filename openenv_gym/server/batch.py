@@ -12,14 +12,11 @@ Gymnasium's SAME_STEP mode happens here, in the same round trip.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
-from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import ConnectionClosed
 
 from openenv_gym.wire.batch import (
     BATCH_OPEN,
@@ -37,8 +34,10 @@ from openenv_gym.wire.messages import (
     MessageType,
     error_message,
 )
+from openenv_gym.wire.shared_memory import SharedArrayWriter, probe_matches
 
 if TYPE_CHECKING:
+    from openenv_gym.server.connection import ServerConnection
     from openenv_gym.server.session import SessionManager, _Session
 
 logger = logging.getLogger("openenv_gym.server")
@@ -78,32 +77,71 @@ def _text(message: dict[str, Any]) -> bytes:
     return pydantic_core.to_json(message, inf_nan_mode="null")
 
 
-async def serve_batch(manager: SessionManager, websocket: ServerConnection) -> None:
-    """Serve one batch connection from its ``batch_open`` to its close."""
-    try:
-        raw = await websocket.recv(decode=False)
-    except ConnectionClosed:
-        return
-    try:
-        kind, data = _parse(raw, manager.max_message_size)
-        if kind != BATCH_OPEN:
-            raise ClientMessageError(
-                ErrorCode.VALIDATION_ERROR,
-                f"Invalid message: the first frame of a batch connection must be {BATCH_OPEN!r}",
-            )
-        count, truncated_key = parse_batch_open(data, manager.budget.limit)
-    except ClientMessageError as exc:
-        await manager.send_and_close(websocket, error_message(exc.code, exc.message))
-        return
-    budget = manager.budget
-    taken = 0
-    try:
-        while taken < count and budget.try_acquire():
-            taken += 1
-        if taken < count:
-            active = budget.active - taken
-            await manager.send_and_close(
-                websocket,
+class BatchHandler:
+    """Serves one batch connection from its ``batch_open`` to its close."""
+
+    def __init__(self, manager: SessionManager, connection: ServerConnection) -> None:
+        self.manager = manager
+        self.connection = connection
+        self.sessions: list[_Session] | None = None
+        self.truncated_key: str | None = None
+        self.shared: SharedArrayWriter | None = None
+        self._taken = 0
+
+    def on_message(self, message: bytes) -> None:
+        """``batch_open`` first, then ``batch_step``, ``batch_state`` or ``close``."""
+        if self.sessions is None:
+            self._open(message)
+            return
+        sessions = self.sessions
+        now = time.monotonic()
+        for session in sessions:
+            session.last_activity = now
+        manager = self.manager
+        try:
+            kind, data = _parse(message, manager.max_message_size)
+            if kind == MessageType.CLOSE:
+                self.connection.close()
+                return
+            if kind == BATCH_STEP:
+                ops, same_step_reset = parse_batch_step(data, len(sessions))
+                frame, text = _step(
+                    manager, sessions, ops, same_step_reset, self.truncated_key, self.shared
+                )
+            elif kind == BATCH_STATE:
+                states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]
+                frame, text = _states(states), True
+            else:
+                raise ClientMessageError(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"Invalid message: {BATCH_OPEN!r} was already received",
+                )
+        except ClientMessageError as exc:
+            frame, text = _text(error_message(exc.code, exc.message)), True
+        self.connection.send(frame, text=text)
+
+    def _open(self, message: bytes) -> None:
+        manager, connection = self.manager, self.connection
+        try:
+            kind, data = _parse(message, manager.max_message_size)
+            if kind != BATCH_OPEN:
+                raise ClientMessageError(
+                    ErrorCode.VALIDATION_ERROR,
+                    "Invalid message: the first frame of a batch connection must be "
+                    f"{BATCH_OPEN!r}",
+                )
+            count, self.truncated_key = parse_batch_open(data, manager.budget.limit)
+        except ClientMessageError as exc:
+            manager.send_and_close(connection, error_message(exc.code, exc.message))
+            return
+        budget = manager.budget
+        while self._taken < count and budget.try_acquire():
+            self._taken += 1
+        if self._taken < count:
+            active = budget.active - self._taken
+            self._release()
+            manager.send_and_close(
+                connection,
                 error_message(
                     ErrorCode.CAPACITY_REACHED,
                     f"Server at capacity: {count} sessions asked, {budget.limit - active} of "
@@ -113,54 +151,33 @@ async def serve_batch(manager: SessionManager, websocket: ServerConnection) -> N
                 ),
             )
             return
-        sessions = await manager.open_sessions(websocket, count)
+        sessions = manager.open_sessions(connection, count)
         if sessions is None:
+            self._release()
             return
-        try:
-            await _serve(manager, websocket, sessions, truncated_key)
-        finally:
-            manager.close_sessions(sessions)
-    finally:
-        for _ in range(taken):
-            budget.release()
-
-
-async def _serve(
-    manager: SessionManager,
-    websocket: ServerConnection,
-    sessions: list[_Session],
-    truncated_key: str | None,
-) -> None:
-    send = manager.sender.send
-    try:
-        await send(websocket, _text({"type": BATCH_OPENED, "data": {"sessions": len(sessions)}}))
-        while True:
-            raw = await websocket.recv(decode=False)
-            now = time.monotonic()
-            for session in sessions:
-                session.last_activity = now
+        self.sessions = sessions
+        if probe_matches(data.get("shared_memory")):
             try:
-                kind, data = _parse(raw, manager.max_message_size)
-                if kind == MessageType.CLOSE:
-                    break
-                if kind == BATCH_STEP:
-                    ops, same_step_reset = parse_batch_step(data, len(sessions))
-                    frame, text = _step(manager, sessions, ops, same_step_reset, truncated_key)
-                elif kind == BATCH_STATE:
-                    states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]
-                    frame, text = _states(states), True
-                else:
-                    raise ClientMessageError(
-                        ErrorCode.VALIDATION_ERROR,
-                        f"Invalid message: {BATCH_OPEN!r} was already received",
-                    )
-            except ClientMessageError as exc:
-                frame, text = _text(error_message(exc.code, exc.message)), True
-            await send(websocket, frame, text=text)
-    except ConnectionClosed:
-        return
-    with contextlib.suppress(ConnectionClosed):
-        await websocket.close()
+                self.shared = SharedArrayWriter()
+            except OSError:
+                self.shared = None
+        opened = {"sessions": len(sessions), "shared_memory": self.shared is not None}
+        connection.send(_text({"type": BATCH_OPENED, "data": opened}), text=True)
+
+    def _release(self) -> None:
+        for _ in range(self._taken):
+            self.manager.budget.release()
+        self._taken = 0
+
+    def on_close(self) -> None:
+        """Close the K sessions and free their slots."""
+        if self.sessions is not None:
+            self.manager.close_sessions(self.sessions)
+            self.sessions = None
+        if self.shared is not None:
+            self.shared.close()
+            self.shared = None
+        self._release()
 
 
 def _states(replies: list[dict[str, Any]]) -> bytes:
@@ -176,6 +193,7 @@ def _step(
     ops: list[dict[str, Any] | None],
     same_step_reset: dict[str, Any] | None,
     truncated_key: str | None,
+    shared: SharedArrayWriter | None = None,
 ) -> tuple[bytes, bool]:
     """Carry out every op; the encoded reply and whether it is a text frame."""
     answer = manager.answer
@@ -211,11 +229,11 @@ def _step(
         k, reply = failed
         return _text({**reply, "data": {**reply["data"], "index": k}}), True
     try:
-        return encode_batch_result(indices, replies, finals), False
+        return encode_batch_result(indices, replies, finals, shared), False
     except Exception as exc:
         logger.warning("cannot encode a batch result", exc_info=True)
         error = error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
         return _text(error), True
 
 
-__all__ = ["serve_batch"]
+__all__ = ["BatchHandler"]

@@ -1,16 +1,11 @@
 """Plain HTTP requests with a body (``POST /reset``, ``POST /step``) on the WebSocket port.
 
 ``websockets``' HTTP parser takes only ``GET`` (the WebSocket handshake and our ``GET``
-routes). :class:`BodyRequestConnection` is the ``ServerConnection`` the server is built with
-(``websockets``' documented ``create_connection`` hook): it looks at the request line of
-each new connection; a ``GET`` goes on to ``websockets`` unchanged, any other method is read
-here (headers, then a ``Content-Length`` body) and answered by
+routes). A :class:`~openenv_gym.server.connection.ServerConnection` looks at the request line
+of each new connection; a ``GET`` goes on to ``websockets``, any other method is read by a
+:class:`BodyRequestReader` (headers, then a ``Content-Length`` body) and answered by
 :meth:`~openenv_gym.server.routes.HttpRoutes.answer_with_body`, then the connection closes
 (no keep-alive, like every route of this server).
-
-Example:
-    >>> connection_class = body_request_connection(routes)  # doctest: +SKIP
-    >>> serve(handler, host, port, create_connection=connection_class)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -18,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, ClassVar, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 from websockets.datastructures import Headers
+from websockets.http11 import Response
 
-from openenv_gym.server.flow_control import BoundedServerConnection
-from openenv_gym.server.routes import HttpRoutes, json_response
+from openenv_gym.server.routes import json_response
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -31,36 +27,32 @@ logger = logging.getLogger("openenv_gym.server")
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: The largest body read, in bytes.
 MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-_GET: Final = b"GET "
 
 
-class BodyRequestConnection(BoundedServerConnection):
-    """A ``ServerConnection`` (with flow control, :mod:`.flow_control`) that answers requests
-    other than ``GET`` itself."""
+class BodyRequestReader:
+    """Reads one request with a body from a connection's first bytes, then answers it.
 
-    routes: ClassVar[HttpRoutes]
+    Args:
+        transport: The connection's transport; closed after the response.
+        answer: ``answer(method, target, headers, body)``, awaited for the response.
+    """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head: bytes | None = b""  # None once the request went to websockets
+    def __init__(
+        self,
+        transport: asyncio.WriteTransport,
+        answer: Callable[[str, str, Headers, bytes], Awaitable[Response]],
+    ) -> None:
+        self._transport = transport
+        self._answer = answer
+        self._data = b""
         self._answering = False
 
-    def data_received(self, data: bytes) -> None:
-        head = self._head
-        if head is None:
-            super().data_received(data)
+    def feed(self, data: bytes) -> None:
+        """Take the next bytes of the connection (ignored once the request is complete)."""
+        if self._answering:
             return
-        head += data
-        if len(head) < len(_GET) and _GET.startswith(head):
-            self._head = head  # not enough to tell yet
-            return
-        if head.startswith(_GET):
-            self._head = None
-            super().data_received(head)
-            return
-        self._head = head
-        if not self._answering:
-            self._read_request(head)
+        self._data += data
+        self._read_request(self._data)
 
     def _read_request(self, data: bytes) -> None:
         end = data.find(b"\r\n\r\n")
@@ -95,31 +87,35 @@ class BodyRequestConnection(BoundedServerConnection):
         if len(body) < length:
             return  # wait for the rest
         self._answering = True
-        method, target = parts[0], parts[1]
-        task = self.loop.create_task(self._answer(method, target, headers, body))
+        self._data = b""
+        task = asyncio.get_running_loop().create_task(
+            self._answer_and_close(parts[0], parts[1], headers, body)
+        )
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)
 
-    async def _answer(self, method: str, target: str, headers: Headers, body: bytes) -> None:
-        response = await self.routes.answer_with_body(method, target, headers, body)
+    async def _answer_and_close(
+        self, method: str, target: str, headers: Headers, body: bytes
+    ) -> None:
+        try:
+            response = await self._answer(method, target, headers, body)
+        except Exception as exc:
+            logger.warning("%s %s failed", method, target, exc_info=True)
+            response = json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
         self._write(response.serialize())
 
     def _reply(self, status: int, body: Any) -> None:
         self._answering = True
+        self._data = b""
         self._write(json_response(status, body).serialize())
 
     def _write(self, data: bytes) -> None:
         with contextlib.suppress(Exception):
-            self.transport.write(data)
-            self.transport.close()
+            self._transport.write(data)
+            self._transport.close()
 
 
 _tasks: set[asyncio.Task[None]] = set()
 
 
-def body_request_connection(routes: HttpRoutes) -> type[BodyRequestConnection]:
-    """The connection class of a server whose routes are ``routes``."""
-    return type("BodyRequestConnection", (BodyRequestConnection,), {"routes": routes})
-
-
-__all__ = ["BodyRequestConnection", "body_request_connection"]
+__all__ = ["MAX_BODY_BYTES", "MAX_HEAD_BYTES", "BodyRequestReader"]

@@ -1,6 +1,6 @@
 """The plain HTTP GET endpoints of the server, answered during the WebSocket handshake.
 
-The websockets server hands every request to :meth:`HttpRoutes.process_request` first.
+The server hands every ``GET`` request to :meth:`HttpRoutes.process_request` first.
 A WebSocket upgrade to ``/ws`` goes on to the session handler; everything else gets a JSON
 response and the connection is closed (no keep-alive):
 
@@ -43,7 +43,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
@@ -220,12 +219,10 @@ class HttpRoutes:
             return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
         return json_response(200, body)
 
-    def process_request(
-        self, connection: ServerConnection, request: Request
-    ) -> Response | Awaitable[Response] | None:
-        """The websockets ``process_request`` hook: a response, or ``None`` to open a session.
+    def process_request(self, request: Request) -> Response | Awaitable[Response] | None:
+        """A response to the ``GET`` ``request``, or ``None`` to open a session.
 
-        Routes that build an environment answer with an awaitable (websockets awaits it).
+        Routes that build an environment answer with an awaitable (the connection awaits it).
         """
         path = request.path.split("?", 1)[0]
         if self._token is not None and path != HEALTH_PATH and not self._authorized(request):

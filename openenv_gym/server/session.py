@@ -30,7 +30,8 @@ After any error reply the session lives on. Two cases end it: all session slots 
 that raises (``FACTORY_ERROR``, then close). A session without a message for
 ``idle_timeout`` seconds is closed with code 1000 and reason ``"idle timeout"``.
 
-Environment calls run inline on the event loop: no thread hop per step. CPU-bound scaling
+Environment calls run inline on the event loop, inside the connection's ``data_received``
+(:mod:`openenv_gym.server.connection`): no thread hop, no task per step. CPU-bound scaling
 comes from several server processes, not from threads.
 """
 
@@ -46,12 +47,11 @@ from typing import Any, Final
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
-from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import ConnectionClosed
 
 from openenv_gym.errors import CodecError
-from openenv_gym.server.batch import serve_batch
+from openenv_gym.server.batch import BatchHandler
 from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
+from openenv_gym.server.connection import MessageHandler, ServerConnection
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.fault_replies import (
     ErrorLog,
@@ -72,7 +72,6 @@ from openenv_gym.wire.messages import (
     printable,
     state_reply_message,
 )
-from openenv_gym.wire.wsframes import CoalescingSender
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -148,21 +147,21 @@ class _Session:
 
     __slots__ = (
         "binary",
+        "connection",
         "env",
         "error_log",
         "filter_reset",
         "idle_closing",
         "last_activity",
-        "websocket",
     )
 
-    def __init__(self, websocket: ServerConnection, env: Environment[Any, Any, Any]) -> None:
-        self.websocket = websocket
+    def __init__(self, connection: ServerConnection, env: Environment[Any, Any, Any]) -> None:
+        self.connection = connection
         self.env = env
         self.filter_reset = _reset_kwargs_filter(env)
         self.last_activity = time.monotonic()
         self.idle_closing = False
-        self.binary = websocket.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+        self.binary = connection.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
         self.error_log = ErrorLog()
 
 
@@ -195,8 +194,10 @@ class SessionManager:
         self.max_message_size = max_message_size
         self._sessions: set[_Session] = set()
         self._reaper: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
-        self.sender = CoalescingSender()
+        #: Open connections with a handler; with more than one, replies to single sessions
+        #: are written at the end of the loop iteration (one wake-up of a client stepping
+        #: many sessions at once, instead of one per reply).
+        self.connections = 0
         #: Server-wide: a client reconnecting in a loop to a failing factory must not flood.
         self._factory_log = ErrorLog()
 
@@ -222,10 +223,6 @@ class SessionManager:
         for session in list(self._sessions):
             self._sessions.discard(session)
             _close_env(session.env)
-        pending = list(self._background)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _reap_idle_sessions(self) -> None:
         assert self.idle_timeout is not None  # only started with a timeout
@@ -238,25 +235,21 @@ class SessionManager:
                 if session.last_activity <= deadline and not session.idle_closing:
                     session.idle_closing = True
                     logger.info("closing a session idle for %.1f s", timeout)
-                    task = asyncio.get_running_loop().create_task(
-                        session.websocket.close(1000, IDLE_CLOSE_REASON)
-                    )
-                    self._background.add(task)
-                    task.add_done_callback(self._background.discard)
+                    session.connection.close(1000, IDLE_CLOSE_REASON)
 
     # ----------------------------------------------------------------- connections
 
-    async def handle(self, websocket: ServerConnection) -> None:
-        """The websockets connection handler: one session from open to close (K sessions
-        on a batch connection, see :mod:`openenv_gym.server.batch`)."""
-        if websocket.subprotocol == BATCH_SUBPROTOCOL:
-            await serve_batch(self, websocket)
-            return
+    def open_handler(self, connection: ServerConnection) -> MessageHandler | None:
+        """The handler of a new ``/ws`` connection: one session, or K sessions on a batch
+        connection (:mod:`openenv_gym.server.batch`); ``None`` when it was refused (the
+        reply is sent and the connection closes)."""
+        if connection.subprotocol == BATCH_SUBPROTOCOL:
+            return BatchHandler(self, connection)
         budget = self.budget
         if not budget.try_acquire():
             active = budget.active
-            await self.send_and_close(
-                websocket,
+            self.send_and_close(
+                connection,
                 error_message(
                     ErrorCode.CAPACITY_REACHED,
                     f"Server at capacity: {active}/{budget.limit} sessions active. "
@@ -265,23 +258,15 @@ class SessionManager:
                     max_sessions=budget.limit,
                 ),
             )
-            return
-        try:
-            await self._handle_acquired(websocket)
-        finally:
-            budget.release()
-
-    async def _handle_acquired(self, websocket: ServerConnection) -> None:
-        opened = await self.open_sessions(websocket, 1)
+            return None
+        opened = self.open_sessions(connection, 1)
         if opened is None:
-            return
-        try:
-            await self._serve(opened[0])
-        finally:
-            self.close_sessions(opened)
+            budget.release()
+            return None
+        return _SessionHandler(self, opened[0])
 
-    async def open_sessions(self, websocket: ServerConnection, count: int) -> list[_Session] | None:
-        """``count`` sessions on ``websocket`` (slots already taken), each with its own
+    def open_sessions(self, connection: ServerConnection, count: int) -> list[_Session] | None:
+        """``count`` sessions on ``connection`` (slots already taken), each with its own
         environment; ``None`` after a factory failure (answered with ``FACTORY_ERROR``)."""
         envs: list[Environment[Any, Any, Any]] = []
         try:
@@ -292,8 +277,8 @@ class SessionManager:
                 _close_env(env)
             name = _factory_name(self.env_factory)
             self._factory_log.warn(logger, "environment factory %s failed: %s", name, describe(exc))
-            await self.send_and_close(
-                websocket,
+            self.send_and_close(
+                connection,
                 error_message(
                     ErrorCode.FACTORY_ERROR,
                     f"Environment factory '{name}' failed to create instance: {describe(exc)}",
@@ -301,42 +286,28 @@ class SessionManager:
                 ),
             )
             return None
-        sessions = [_Session(websocket, env) for env in envs]
+        sessions = [_Session(connection, env) for env in envs]
         self._sessions.update(sessions)
+        self.connections += 1
         return sessions
 
     def close_sessions(self, sessions: list[_Session]) -> None:
-        """Forget ``sessions`` and close their environments."""
+        """Forget ``sessions`` (all of one connection) and close their environments."""
+        if sessions and any(s in self._sessions for s in sessions):
+            self.connections -= 1
         for session in sessions:
             if session in self._sessions:
                 self._sessions.discard(session)
                 _close_env(session.env)
 
-    async def send_and_close(self, websocket: ServerConnection, message: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            await websocket.send(encode_reply(message), text=True)
-        await websocket.close()
-
-    async def _serve(self, session: _Session) -> None:
-        websocket = session.websocket
-        recv = websocket.recv
-        dispatch = self._dispatch
-        send = self.sender.send
-        try:
-            while True:
-                raw = await recv(decode=False)
-                session.last_activity = time.monotonic()
-                reply = dispatch(session, raw)
-                if reply is None:
-                    break
-                await send(websocket, reply[0], text=reply[1])
-        except ConnectionClosed:
-            return
-        await websocket.close()
+    def send_and_close(self, connection: ServerConnection, message: dict[str, Any]) -> None:
+        """Send ``message`` (JSON text), then close ``connection``."""
+        connection.send(encode_reply(message), text=True)
+        connection.close()
 
     # ----------------------------------------------------------------- messages
 
-    def _dispatch(self, session: _Session, raw: bytes) -> tuple[bytes, bool] | None:
+    def dispatch(self, session: _Session, raw: bytes) -> tuple[bytes, bool] | None:
         """The encoded reply to one frame and whether it is text; ``None`` for ``close``."""
         reply = self._reply(session, raw)
         if reply is None:
@@ -405,6 +376,30 @@ class SessionManager:
                 logger, "environment %s failed in %s: %s", type(env).__name__, kind, describe(exc)
             )
             return execution_error_reply(exc)
+
+
+class _SessionHandler:
+    """A plain ``/ws`` connection: one session, one reply per frame."""
+
+    __slots__ = ("manager", "session")
+
+    def __init__(self, manager: SessionManager, session: _Session) -> None:
+        self.manager = manager
+        self.session = session
+
+    def on_message(self, message: bytes) -> None:
+        session = self.session
+        session.last_activity = time.monotonic()
+        reply = self.manager.dispatch(session, message)
+        connection = session.connection
+        if reply is None:
+            connection.close()
+        else:
+            connection.send(reply[0], text=reply[1], defer=self.manager.connections > 1)
+
+    def on_close(self) -> None:
+        self.manager.close_sessions([self.session])
+        self.manager.budget.release()
 
 
 def _close_env(env: Environment[Any, Any, Any]) -> None:

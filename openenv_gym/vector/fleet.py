@@ -318,5 +318,8 @@ class Fleet:
         try:
             close_all(self.sessions)
         finally:
+            for channel in self.channels:
+                if channel.shared is not None:
+                    channel.shared.close()
             for provider in self.providers.values():
                 provider.stop()

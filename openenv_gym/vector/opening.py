@@ -30,6 +30,7 @@ from openenv_gym.errors import (
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, batch_open_message, check_batch_opened
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, parse_frame
 from openenv_gym.wire.messages import encode_message, state_message
+from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
 
 #: The ``state`` request (a session accepted by a server answers it; a refused one gets
 #: ``CAPACITY_REACHED``).
@@ -45,10 +46,13 @@ class Channel:
     Attributes:
         session: The connection.
         indices: The sub-envs it carries, in the order of the server's sessions.
+        shared: Reads the arrays the server puts in shared memory (a batch connection
+            that agreed to it, see :mod:`openenv_gym.wire.shared_memory`).
     """
 
     session: BlockingConnection
     indices: list[int]
+    shared: SharedArrayReader | None = None
 
     @property
     def batch(self) -> bool:
@@ -215,18 +219,26 @@ class Opener:
             size = share + (1 if k < extra else 0)
             chunks.append(indices[start : start + size])
             start += size
+        probe = ProbeFile.create()  # shared memory, if the server shares our /dev/shm
+        offer = probe.offer() if probe is not None else None
         frames = [
-            encode_message(batch_open_message(len(chunk), self.truncated_key)) for chunk in chunks
+            encode_message(batch_open_message(len(chunk), self.truncated_key, offer))
+            for chunk in chunks
         ]
-        replies = exchange_many(connections, frames, self.reply_timeout)
+        try:
+            replies = exchange_many(connections, frames, self.reply_timeout)
+        finally:
+            if probe is not None:
+                probe.close()
         refused = 0
         failure: BaseException | None = None
+        shared: list[bool] = []
         for chunk, raw in zip(chunks, replies, strict=True):
             if isinstance(raw, BaseException):
                 failure = failure or raw
                 continue
             try:
-                check_batch_opened(raw, len(chunk))
+                shared.append(check_batch_opened(raw, len(chunk)))
             except CapacityReachedError:
                 refused += len(chunk)
             except OpenEnvGymError as exc:
@@ -234,7 +246,10 @@ class Opener:
         if refused or failure is not None:
             close_all(connections)
             raise failure if failure is not None else SessionsRefusedError(refused)
-        return [Channel(c, chunk) for c, chunk in zip(connections, chunks, strict=True)]
+        return [
+            Channel(c, chunk, SharedArrayReader() if agreed else None)
+            for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
+        ]
 
 
 def binary_refused(url: str) -> BinaryEncodingRefusedError:

@@ -37,6 +37,9 @@ def reopen(
     affected = sorted(i for c in broken for i in c.indices)
     fleet.channels = [c for c in fleet.channels if c not in broken]
     close_all([c.session for c in broken])
+    for channel in broken:
+        if channel.shared is not None:
+            channel.shared.close()
     first_cause = causes[0] if causes else None
     started = time.monotonic()
     attempts = 0

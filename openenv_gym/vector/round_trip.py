@@ -115,7 +115,7 @@ def parse_reply(channel: Channel, raw: str | bytes, url: str) -> BatchResult:
     """
     try:
         if channel.batch:
-            return parse_batch_result(raw, url=url)
+            return parse_batch_result(raw, url=url, shared=channel.shared)
         reply = parse_frame(raw, url=url)
     except ServerReplyError as exc:
         position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0

@@ -8,10 +8,13 @@ one plain session per connection); official clients never offer it.
 
 Client -> server (JSON text frames):
 
-* ``{"type":"batch_open","data":{"sessions":K,"truncated_key":"truncated"|null}}`` (first
-  frame): the server takes K session slots (K count against ``--max-sessions``), builds K
-  environments and answers ``{"type":"batch_opened","data":{"sessions":K}}``, or an
-  ``error`` (``CAPACITY_REACHED``, ``FACTORY_ERROR``) and closes.
+* ``{"type":"batch_open","data":{"sessions":K,"truncated_key":"truncated"|null,
+  "shared_memory":{"probe":name,"token":hex}}}`` (first frame; ``shared_memory`` optional):
+  the server takes K session slots (K count against ``--max-sessions``), builds K
+  environments and answers ``{"type":"batch_opened","data":{"sessions":K,
+  "shared_memory":true|false}}``, or an ``error`` (``CAPACITY_REACHED``,
+  ``FACTORY_ERROR``) and closes. With ``shared_memory`` agreed, big stacked observation
+  arrays travel in memory-mapped files (:mod:`openenv_gym.wire.shared_memory`).
 * ``{"type":"batch_step","data":{"ops":[op_0, ..., op_K-1],"same_step_reset":R}}``: one op per
   session, in session order: ``{"step": <action fields>}``, ``{"reset": <reset keys>}`` or
   ``null`` (leave that session alone). With ``same_step_reset`` (reset keys, or ``null``), a
@@ -64,6 +67,11 @@ from openenv_gym.wire.messages import (
     observation_message,
     parse_server_object,
 )
+from openenv_gym.wire.shared_memory import (
+    MIN_SHARED_BYTES,
+    SharedArrayReader,
+    SharedArrayWriter,
+)
 
 #: The WebSocket subprotocol for K sessions on one connection (implies binary frames).
 BATCH_SUBPROTOCOL: Final = "openenv-gym.batch.v1"
@@ -96,9 +104,15 @@ __all__ = [
 # --------------------------------------------------------------------------- client side
 
 
-def batch_open_message(sessions: int, truncated_key: str | None) -> dict[str, Any]:
-    """The first frame of a batch connection: open ``sessions`` sessions."""
-    return {"type": BATCH_OPEN, "data": {"sessions": sessions, "truncated_key": truncated_key}}
+def batch_open_message(
+    sessions: int, truncated_key: str | None, shared_memory: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The first frame of a batch connection: open ``sessions`` sessions (offering shared
+    memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`)."""
+    data: dict[str, Any] = {"sessions": sessions, "truncated_key": truncated_key}
+    if shared_memory is not None:
+        data["shared_memory"] = dict(shared_memory)
+    return {"type": BATCH_OPEN, "data": data}
 
 
 def batch_step_message(
@@ -171,24 +185,26 @@ def _bad(why: str, raw: Any) -> ProtocolError:
     return ProtocolError(f"expected a {BATCH_RESULT} reply, but {why}", received=repr(raw)[:300])
 
 
-def _decode_any(raw: str | bytes) -> Any:
+def _decode_any(raw: str | bytes, shared: SharedArrayReader | None = None) -> Any:
     if isinstance(raw, bytes) and is_binary_frame(raw):
-        return decode_frame(raw)
+        return decode_frame(raw, shared)
     try:
         return pydantic_core.from_json(raw)
     except ValueError as exc:
         raise ProtocolError(f"expected a JSON server message, got invalid JSON ({exc})") from exc
 
 
-def parse_batch_result(raw: str | bytes, *, url: str | None = None) -> BatchResult:
-    """Parse the reply to a ``batch_step``.
+def parse_batch_result(
+    raw: str | bytes, *, url: str | None = None, shared: SharedArrayReader | None = None
+) -> BatchResult:
+    """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``).
 
     Raises:
         ServerReplyError: The server answered with an ``error`` (``data["index"]`` names the
             session whose op failed).
         ProtocolError: The frame is not a valid ``batch_result``.
     """
-    message = _decode_any(raw)
+    message = _decode_any(raw, shared)
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:
@@ -241,8 +257,8 @@ def _reply_data(raw: str | bytes, kind: str, *, url: str | None) -> dict[str, An
     return data if message.get("type") == kind and isinstance(data, dict) else None
 
 
-def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = None) -> None:
-    """Check the reply to ``batch_open``.
+def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = None) -> bool:
+    """Check the reply to ``batch_open``; whether the server agreed to shared memory.
 
     Raises:
         CapacityReachedError: The server has not that many free session slots.
@@ -256,6 +272,7 @@ def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = Non
             f"{str(raw)[:200]}",
             received=str(raw)[:200],
         )
+    return data.get("shared_memory") is True
 
 
 def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:
@@ -338,17 +355,21 @@ def encode_batch_result(
     indices: Sequence[int],
     replies: Sequence[Mapping[str, Any]],
     finals: Mapping[int, Mapping[str, Any]],
+    shared: SharedArrayWriter | None = None,
 ) -> bytes:
     """One ``batch_result`` frame for the ``observation`` replies of ``indices``.
 
     Fields that are numpy arrays of one dtype and shape in every reply are stacked and
-    travel as raw bytes; any other field as a list. ``finals`` maps a position to the
-    ``observation`` reply of an episode that was reset in the same round trip.
+    travel as raw bytes (through ``shared`` memory when given and the stack holds at least
+    :data:`~openenv_gym.wire.shared_memory.MIN_SHARED_BYTES`); any other field as a list.
+    ``finals`` maps a position to the ``observation`` reply of an episode that was reset in
+    the same round trip.
     """
     datas = [reply["data"] for reply in replies]
     observations = [d["observation"] for d in datas]
     stacked: dict[str, Any] = {}
     arrays: list[tuple[Sequence[str], Any]] = []
+    in_shared: list[dict[str, Any]] = []
     metadata: dict[str, Any] | None = None
     keys = list(observations[0]) if observations else []
     for key in keys:
@@ -365,7 +386,11 @@ def encode_batch_result(
                 for v in values
             )
         ):
-            arrays.append((("data", "observation", key), np.stack(values)))
+            path = ["data", "observation", key]
+            if shared is not None and first.nbytes * len(values) >= MIN_SHARED_BYTES:
+                in_shared.append({"path": path, **shared.put(key, values)})
+            else:
+                arrays.append((path, np.stack(values)))
             stacked[key] = None
         else:
             stacked[key] = values
@@ -380,7 +405,7 @@ def encode_batch_result(
             "final": {str(k): dict(v["data"]) for k, v in finals.items()},
         },
     }
-    return encode_frame(message, arrays)
+    return encode_frame(message, arrays, in_shared)
 
 
 def final_reply(observation: Mapping[str, Any], reward: Any, done: bool) -> dict[str, Any]:

@@ -45,12 +45,16 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pydantic_core
 
 from openenv_gym.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from openenv_gym.wire.shared_memory import SharedArrayReader
+
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
@@ -84,13 +88,20 @@ def is_binary_frame(frame: str | bytes) -> bool:
     return isinstance(frame, bytes | bytearray | memoryview) and bytes(frame[:4]) == MAGIC
 
 
-def encode_frame(message: dict[str, Any], arrays: Sequence[tuple[Sequence[str], Any]]) -> bytes:
+def encode_frame(
+    message: dict[str, Any],
+    arrays: Sequence[tuple[Sequence[str], Any]],
+    shared: Sequence[dict[str, Any]] = (),
+) -> bytes:
     """Encode ``message`` (arrays already removed) and ``(path, array)`` pairs as one frame.
+
+    ``shared`` holds descriptors of arrays already written to shared memory (with their
+    ``path``; see :mod:`openenv_gym.wire.shared_memory`): the frame names them only.
 
     Raises:
         ValueError: An array is not numeric (bool, int, uint or float).
     """
-    descriptors: list[dict[str, Any]] = []
+    descriptors: list[dict[str, Any]] = list(shared)
     buffers: list[bytes | memoryview] = []
     offset = 0
     for path, value in arrays:
@@ -172,11 +183,14 @@ def _bad(frame: bytes, why: str) -> ProtocolError:
     )
 
 
-def decode_frame(frame: bytes) -> dict[str, Any]:
+def decode_frame(frame: bytes, shared: SharedArrayReader | None = None) -> dict[str, Any]:
     """The message of a binary frame, with its arrays put back as writable numpy arrays.
 
+    Arrays in shared memory (a descriptor with ``"shm"``) are read through ``shared``.
+
     Raises:
-        ProtocolError: The frame is truncated or malformed.
+        ProtocolError: The frame is truncated or malformed, or names shared memory that
+            ``shared`` cannot read (or no ``shared`` reader was given).
     """
     if not is_binary_frame(frame):
         raise _bad(frame, f"it does not start with {MAGIC!r}")
@@ -196,6 +210,9 @@ def decode_frame(frame: bytes) -> dict[str, Any]:
         raise _bad(frame, "its header lacks 'message' or 'arrays'")
     base = end + _padding(end)
     for descriptor in descriptors:
+        if isinstance(descriptor, dict) and "shm" in descriptor:
+            _put_shared(frame, message, descriptor, shared)
+            continue
         try:
             path = descriptor["path"]
             dtype = np.dtype(descriptor["dtype"])
@@ -212,6 +229,25 @@ def decode_frame(frame: bytes) -> dict[str, Any]:
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise _bad(frame, f"an array descriptor is not valid ({exc})") from exc
     return message
+
+
+def _put_shared(
+    frame: bytes,
+    message: dict[str, Any],
+    descriptor: dict[str, Any],
+    shared: SharedArrayReader | None,
+) -> None:
+    if shared is None:
+        raise _bad(frame, "it names shared memory on a connection that did not agree to it")
+    array = shared.array(descriptor)
+    try:
+        parent: Any = message
+        path = descriptor["path"]
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = array
+    except (KeyError, TypeError, IndexError) as exc:
+        raise _bad(frame, f"a shared array descriptor is not valid ({exc})") from exc
 
 
 def parse_frame(raw: str | bytes, *, url: str | None = None) -> ObservationReply | StateReply:

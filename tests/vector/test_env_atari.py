@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -95,3 +96,38 @@ def test_sessions_per_server_starts_one_embedded_server_per_group() -> None:
 def test_bad_sessions_per_server_is_a_usage_error(kwargs: dict, match: str) -> None:
     with pytest.raises(openenv_gym.errors.VectorUsageError, match=match):
         OpenEnvVectorEnv("openenv/CartPole-v1", num_envs=4, **kwargs)
+
+
+@pytest.mark.slow
+def test_frames_travel_through_shared_memory_on_one_machine_and_are_removed() -> None:
+    from openenv_gym.envs.atari import atari_server
+    from openenv_gym.server.thread import ServerThread
+    from openenv_gym.wire.shared_memory import SHM_DIR
+
+    if SHM_DIR is None:
+        pytest.skip("this system has no /dev/shm")
+
+    def server_files() -> set[str]:
+        return {n for n in os.listdir(SHM_DIR) if n.startswith(f"openenv-gym-{os.getpid()}-")}
+
+    with ServerThread(atari_server("pong", repeat_action_probability=0.0)) as server:
+        venv = OpenEnvVectorEnv("openenv/Atari-v0", 2, base_url=server.url, game="pong")
+        try:
+            obs, _ = venv.reset(seed=3)
+            for _ in range(5):
+                obs, *_ = venv.step(np.array([2, 3]))
+            assert server_files(), "a batch of two Atari frames should use shared memory"
+        finally:
+            venv.close()
+        single = gym.make("openenv/Atari-v0", base_url=server.url, game="pong")
+        try:
+            expected, _ = single.reset(seed=3)
+            for _ in range(5):
+                expected, *_ = single.step(2)
+        finally:
+            single.close()
+        np.testing.assert_array_equal(obs[0], expected)
+        deadline = time.monotonic() + 10
+        while server_files() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server_files()

@@ -1,0 +1,267 @@
+"""Observation arrays through shared memory, between a client and a server on one machine.
+
+A batch of Atari frames is 100 KB per sub-env: sent through a loopback socket it is copied
+four to five times (stacked, framed, sent, received, parsed) and the kernel's loopback path
+costs more than the copies. When the client and the server share ``/dev/shm`` (the same
+machine and the same user, not a container with its own ``/dev/shm``), a batch connection
+can carry its big observation arrays in memory-mapped files instead: the server stacks the
+rows straight into a file it owns, the frame names the file (``"shm"`` in the array's
+descriptor, see :mod:`openenv_gym.wire.binary`), and the client copies the rows out.
+
+Negotiation (``batch_open``, :mod:`openenv_gym.wire.batch`): the client writes a random
+token into a probe file (:class:`ProbeFile`) and sends its name and the token; the server
+reads the file (:func:`probe_matches`) and answers whether it will use shared memory. Any
+failure (no ``/dev/shm``, another machine, another user, a container) means plain frames:
+nothing else changes.
+
+The server writes a batch only after the client sent the next step, and the client copies
+a batch out before it sends the next step, so one file per field and connection suffices.
+Files are removed when their connection closes (and stale ones of dead server processes
+when a server starts).
+
+Example:
+    >>> import numpy as np
+    >>> if SHM_DIR is not None:
+    ...     with SharedArrayWriter() as writer, SharedArrayReader() as reader:
+    ...         descriptor = writer.put("pixels", [np.ones((2, 2), np.uint8)] * 3)
+    ...         reader.array(descriptor).shape
+    ... else:
+    ...     (3, 2, 2)
+    (3, 2, 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from openenv_gym.errors import ProtocolError
+
+#: Where shared files live (``None``: this system has no ``/dev/shm``; plain frames only).
+SHM_DIR: Final = "/dev/shm" if os.path.isdir("/dev/shm") else None
+#: Arrays of at least this many bytes (the stacked batch) go through shared memory.
+MIN_SHARED_BYTES: Final = 64 * 1024
+_PREFIX: Final = "openenv-gym-"
+_NAME: Final = re.compile(r"openenv-gym-(?:probe-[0-9a-f]{32}|\d+-[0-9a-f]{16}-\d+)")
+_TOKEN: Final = re.compile(r"[0-9a-f]{32}")
+
+
+def _path(name: str) -> str:
+    if SHM_DIR is None or not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ProtocolError(
+            f"expected a shared-memory file name like 'openenv-gym-<pid>-<hex>-<n>', got "
+            f"{str(name)[:80]!r}",
+            received=str(name)[:80],
+        )
+    return os.path.join(SHM_DIR, name)
+
+
+class ProbeFile:
+    """The client's proof that it shares ``/dev/shm`` with a server: a file holding a token.
+
+    Create it, send :meth:`offer` in ``batch_open``, and :meth:`close` it once answered.
+    """
+
+    def __init__(self) -> None:
+        if SHM_DIR is None:
+            raise OSError("this system has no /dev/shm")
+        self.token = secrets.token_hex(16)
+        self.name = f"{_PREFIX}probe-{secrets.token_hex(16)}"
+        fd = os.open(_path(self.name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(self.token)
+
+    @classmethod
+    def create(cls) -> ProbeFile | None:
+        """A probe, or ``None`` when this system cannot offer shared memory."""
+        try:
+            return cls()
+        except OSError:
+            return None
+
+    def offer(self) -> dict[str, str]:
+        """What ``batch_open`` carries under ``shared_memory``."""
+        return {"probe": self.name, "token": self.token}
+
+    def close(self) -> None:
+        """Remove the probe file. Idempotent."""
+        with contextlib.suppress(OSError, ProtocolError):
+            os.unlink(_path(self.name))
+
+
+def probe_matches(offer: Any) -> bool:
+    """Server side: whether the client's ``shared_memory`` offer names a probe file here
+    that holds its token (then both sides share ``/dev/shm``)."""
+    if not isinstance(offer, Mapping):
+        return False
+    name, token = offer.get("probe"), offer.get("token")
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        return False
+    try:
+        with open(_path(str(name)), encoding="ascii") as file:
+            return secrets.compare_digest(file.read(64), token)
+    except (OSError, ValueError, ProtocolError):
+        return False
+
+
+class SharedArrayWriter:
+    """Server side: one memory-mapped file per field of a connection's batches."""
+
+    _counter = 0
+
+    def __init__(self) -> None:
+        if SHM_DIR is None:
+            raise OSError("this system has no /dev/shm")
+        self._stem = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+        self._files: dict[str, tuple[str, mmap.mmap]] = {}
+
+    def put(self, field: str, rows: Sequence[np.ndarray]) -> dict[str, Any]:
+        """Stack ``rows`` (equal dtype and shape) into ``field``'s file; its descriptor
+        (``shm``, ``offset``, ``dtype``, ``shape``) for the frame."""
+        first = rows[0]
+        shape = (len(rows), *first.shape)
+        nbytes = int(first.nbytes) * len(rows)
+        name, buffer = self._file(field, nbytes)
+        out = np.frombuffer(buffer, dtype=first.dtype, count=int(np.prod(shape)))
+        np.stack(rows, out=out.reshape(shape))
+        return {"shm": name, "offset": 0, "dtype": first.dtype.str, "shape": list(shape)}
+
+    def _file(self, field: str, nbytes: int) -> tuple[str, mmap.mmap]:
+        held = self._files.get(field)
+        if held is not None and len(held[1]) >= nbytes:
+            return held
+        if held is not None:
+            self._remove(*held)
+        SharedArrayWriter._counter += 1
+        name = f"{self._stem}-{SharedArrayWriter._counter}"
+        fd = os.open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, nbytes)
+            buffer = mmap.mmap(fd, nbytes)
+        finally:
+            os.close(fd)
+        self._files[field] = (name, buffer)
+        return name, buffer
+
+    @staticmethod
+    def _remove(name: str, buffer: mmap.mmap) -> None:
+        with contextlib.suppress(OSError, ProtocolError):
+            os.unlink(_path(name))
+        with contextlib.suppress(BufferError):  # a view still exported: freed with it
+            buffer.close()
+
+    def close(self) -> None:
+        """Remove every file. Idempotent."""
+        files, self._files = self._files, {}
+        for name, buffer in files.values():
+            self._remove(name, buffer)
+
+    def __enter__(self) -> SharedArrayWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class SharedArrayReader:
+    """Client side: the files a connection's frames name, mapped read-only once each."""
+
+    def __init__(self) -> None:
+        self._maps: dict[str, mmap.mmap] = {}
+
+    def array(self, descriptor: Mapping[str, Any]) -> np.ndarray:
+        """A copy of the array ``descriptor`` names (the server reuses its file next step).
+
+        Raises:
+            ProtocolError: The file cannot be opened, or the array does not fit in it.
+        """
+        try:
+            name = descriptor["shm"]
+            dtype = np.dtype(descriptor["dtype"])
+            shape = tuple(int(n) for n in descriptor["shape"])
+            offset = int(descriptor["offset"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(
+                f"expected a shared-memory array descriptor, got {descriptor!r:.200} ({exc})"
+            ) from exc
+        buffer = self._maps.get(name)
+        if buffer is None:
+            buffer = self._open(name)
+        count = int(np.prod(shape))
+        if offset < 0 or offset + count * dtype.itemsize > len(buffer):
+            buffer = self._open(name)  # the server grew the file: map it again
+            if offset < 0 or offset + count * dtype.itemsize > len(buffer):
+                raise ProtocolError(
+                    f"the shared-memory array {descriptor!r:.200} does not fit its file "
+                    f"({len(buffer)} bytes)"
+                )
+        return np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+
+    def _open(self, name: str) -> mmap.mmap:
+        path = _path(name)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise ProtocolError(
+                f"cannot open the server's shared-memory file {path}: {exc}"
+            ) from exc
+        try:
+            buffer = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        old = self._maps.pop(name, None)
+        if old is not None:
+            old.close()
+        self._maps[name] = buffer
+        return buffer
+
+    def close(self) -> None:
+        """Unmap every file. Idempotent."""
+        maps, self._maps = self._maps, {}
+        for buffer in maps.values():
+            buffer.close()
+
+    def __enter__(self) -> SharedArrayReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def remove_stale_files() -> int:
+    """Remove the shared files of server processes that no longer run; how many."""
+    if SHM_DIR is None:
+        return 0
+    removed = 0
+    for entry in os.listdir(SHM_DIR):
+        match = re.fullmatch(r"openenv-gym-(\d+)-[0-9a-f]{16}-\d+", entry)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(SHM_DIR, entry))
+                removed += 1
+        except PermissionError:
+            continue
+    return removed
+
+
+__all__ = [
+    "MIN_SHARED_BYTES",
+    "SHM_DIR",
+    "ProbeFile",
+    "SharedArrayReader",
+    "SharedArrayWriter",
+    "probe_matches",
+    "remove_stale_files",
+]

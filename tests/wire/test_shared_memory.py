@@ -1,0 +1,148 @@
+"""Shared-memory arrays: the probe handshake, the writer and reader, and every bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from openenv_gym.errors import ProtocolError
+from openenv_gym.wire.batch import encode_batch_result, parse_batch_result
+from openenv_gym.wire.binary import decode_frame
+from openenv_gym.wire.messages import observation_message
+from openenv_gym.wire.shared_memory import (
+    MIN_SHARED_BYTES,
+    SHM_DIR,
+    ProbeFile,
+    SharedArrayReader,
+    SharedArrayWriter,
+    probe_matches,
+    remove_stale_files,
+)
+
+pytestmark = pytest.mark.skipif(SHM_DIR is None, reason="this system has no /dev/shm")
+
+
+def _frames(count: int, shape: tuple[int, ...] = (210, 160, 3)) -> list[dict]:
+    return [
+        observation_message({"pixels": np.full(shape, k, np.uint8), "lives": 3}, float(k), False)
+        for k in range(count)
+    ]
+
+
+def test_probe_matches_only_its_own_token() -> None:
+    probe = ProbeFile()
+    try:
+        assert probe_matches(probe.offer())
+        assert not probe_matches({**probe.offer(), "token": "0" * 32})
+        assert not probe_matches({**probe.offer(), "token": "not hex"})
+    finally:
+        probe.close()
+    assert not probe_matches(probe.offer())  # removed: the server falls back to frames
+    probe.close()  # idempotent
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        None,
+        "probe",
+        {},
+        {"probe": "../../etc/passwd", "token": "0" * 32},
+        {"probe": "/etc/passwd", "token": "0" * 32},
+        {"probe": 5, "token": "0" * 32},
+    ],
+)
+def test_a_bad_offer_is_refused_without_reading_anything(offer: object) -> None:
+    assert probe_matches(offer) is False
+
+
+def test_writer_and_reader_round_trip_and_files_are_removed() -> None:
+    replies = _frames(4)
+    with SharedArrayWriter() as writer, SharedArrayReader() as reader:
+        frame = encode_batch_result([0, 1, 2, 3], replies, {}, writer)
+        assert len(frame) < MIN_SHARED_BYTES  # the pixels are not in the frame
+        result = parse_batch_result(frame, shared=reader)
+        assert result.fields["pixels"].shape == (4, 210, 160, 3)
+        assert [int(r[0, 0, 0]) for r in result.fields["pixels"]] == [0, 1, 2, 3]
+        assert result.fields["lives"] == [3, 3, 3, 3]
+        names = [n for n in os.listdir(SHM_DIR) if n.startswith(f"openenv-gym-{os.getpid()}-")]
+        assert names
+        # The reader's arrays are copies: the next batch does not change them.
+        encode_batch_result([0, 1, 2, 3], _frames(4)[::-1], {}, writer)
+        assert int(result.fields["pixels"][0, 0, 0, 0]) == 0
+        # A bigger batch gets a bigger file, and the reader maps it again.
+        bigger = encode_batch_result(list(range(6)), _frames(6), {}, writer)
+        assert parse_batch_result(bigger, shared=reader).fields["pixels"].shape[0] == 6
+    assert not any(n in os.listdir(SHM_DIR) for n in names)
+
+
+def test_small_arrays_stay_in_the_frame() -> None:
+    replies = [observation_message({"x": np.zeros(4, np.float32)}, 0.0, False)] * 8
+    with SharedArrayWriter() as writer:
+        result = parse_batch_result(encode_batch_result(list(range(8)), replies, {}, writer))
+    assert result.fields["x"].shape == (8, 4)
+
+
+def test_a_frame_naming_shared_memory_needs_a_reader() -> None:
+    with SharedArrayWriter() as writer:
+        frame = encode_batch_result([0, 1], _frames(2), {}, writer)
+        with pytest.raises(ProtocolError, match="did not agree to it"):
+            decode_frame(frame)
+
+
+@pytest.mark.parametrize(
+    ("descriptor", "match"),
+    [
+        ({"shm": "openenv-gym-1-0123456789abcdef-1"}, "expected a shared-memory array"),
+        (
+            {"shm": "../passwd", "offset": 0, "dtype": "|u1", "shape": [1]},
+            "expected a shared-memory file name",
+        ),
+        (
+            {
+                "shm": "openenv-gym-1-0123456789abcdef-999999",
+                "offset": 0,
+                "dtype": "|u1",
+                "shape": [1],
+            },
+            "cannot open",
+        ),
+    ],
+)
+def test_bad_descriptors_are_protocol_errors(descriptor: dict, match: str) -> None:
+    with SharedArrayReader() as reader, pytest.raises(ProtocolError, match=match):
+        reader.array(descriptor)
+
+
+def test_an_array_past_the_end_of_its_file_is_a_protocol_error() -> None:
+    with SharedArrayWriter() as writer, SharedArrayReader() as reader:
+        descriptor = writer.put("x", [np.zeros(16, np.uint8)])
+        with pytest.raises(ProtocolError, match="does not fit"):
+            reader.array({**descriptor, "shape": [1, 1 << 20]})
+
+
+def test_stale_files_of_dead_processes_are_removed() -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(dead.stdout)
+    stale = os.path.join(SHM_DIR, f"openenv-gym-{pid}-0123456789abcdef-1")
+    mine = os.path.join(SHM_DIR, f"openenv-gym-{os.getpid()}-0123456789abcdef-1")
+    for path in (stale, mine):
+        with open(path, "wb") as file:
+            file.write(b"x")
+    try:
+        assert remove_stale_files() >= 1
+        assert not os.path.exists(stale)
+        assert os.path.exists(mine)
+    finally:
+        for path in (stale, mine):
+            if os.path.exists(path):
+                os.unlink(path)
