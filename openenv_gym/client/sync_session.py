@@ -9,10 +9,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+
+from websockets.exceptions import InvalidURI
+from websockets.proxy import get_proxy
+from websockets.uri import parse_uri
 
 from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
@@ -46,10 +48,10 @@ class SyncSession:
     """A session for synchronous code (a single env): one request at a time, in the calling
     thread, with no hop to another thread.
 
-    For a server reached directly (``ws://`` or ``wss://``) it is a
-    :class:`~openenv_gym.client.blocking.BlockingConnection` (a ``send`` and a ``recv``
-    system call per request, no event loop); through an HTTP proxy configured for the host,
-    a :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`.
+    It is a :class:`~openenv_gym.client.blocking.BlockingConnection` (a ``send`` and a
+    ``recv`` system call per request, no event loop; ``ws://`` or ``wss://``, directly or
+    through an ``http://`` proxy); through a SOCKS proxy configured for the host, a
+    :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`.
     """
 
     def __init__(
@@ -84,7 +86,7 @@ class SyncSession:
         """Open a session (the arguments and errors of :meth:`Session.open`)."""
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
-        if is_loopback_url(url) or not _proxied(url):
+        if is_loopback_url(url) or not _needs_asyncio_proxy(url):
             offered = list(subprotocols or ())
             if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
                 offered.insert(0, BINARY_SUBPROTOCOL)
@@ -191,11 +193,14 @@ class SyncSession:
             self._loop.close()
 
 
-def _proxied(url: str) -> bool:
-    """Whether an HTTP proxy is configured for the host of ``url`` (environment)."""
-    host = urlsplit(url).hostname or ""
-    proxies = urllib.request.getproxies()
-    return bool(proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(host)
+def _needs_asyncio_proxy(url: str) -> bool:
+    """Whether ``url`` is reached through a proxy only ``websockets``' asyncio client speaks
+    (SOCKS, or TLS to the proxy); the blocking connection tunnels through ``http://`` ones."""
+    try:
+        proxy = get_proxy(parse_uri(url))
+    except InvalidURI:
+        return False  # the blocking connection reports it
+    return proxy is not None and not proxy.startswith("http://")
 
 
 def _binary_refused(url: str) -> BinaryEncodingRefusedError:
