@@ -126,8 +126,7 @@ class BatchBuffers:
             len(indices) > 1
             and not result.final
             and not noisy
-            and (was_resetting is None or was_resetting.isdisjoint(indices))
-            and self._take_plain_steps(indices, result, ended)
+            and self._take_plain_steps(indices, result, was_resetting, ended)
         ):
             return infos
         rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
@@ -177,11 +176,14 @@ class BatchBuffers:
         return infos
 
     def _take_plain_steps(
-        self, indices: list[int], result: BatchResult, ended: dict[int, dict[str, Any]]
+        self,
+        indices: list[int],
+        result: BatchResult,
+        was_resetting: frozenset[int] | None,
+        ended: dict[int, dict[str, Any]],
     ) -> bool:
-        """:meth:`take_steps` for rows that are all plain steps (no final reply, no info, no
-        reset), written as whole columns; ``False`` (nothing written) when the flag columns
-        are not boolean arrays."""
+        """:meth:`take_steps` for rows without a final reply or an info, written as whole
+        columns; ``False`` (nothing written) when the flag columns are not boolean."""
         truncated_column = _flags(result.fields, self.truncated_key)
         terminated_column = _flags(result.fields, self.terminated_key)
         if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
@@ -191,16 +193,26 @@ class BatchBuffers:
             slice(first, first + count) if indices[-1] - first == count - 1 else indices
         )
         reward = result.reward
-        self.rewards[rows] = [0.0 if r is None else r for r in reward] if None in reward else reward
+        rewards = np.array([0.0 if r is None else r for r in reward] if None in reward else reward)
         elapsed = self.elapsed[rows] + 1
-        self.elapsed[rows] = elapsed
         truncated = np.zeros(count, np.bool_) if truncated_column is None else truncated_column
-        if self.max_episode_steps is not None:
-            truncated |= elapsed >= self.max_episode_steps
         if terminated_column is not None:
             terminated = terminated_column
         else:
             terminated = np.array(result.done, dtype=np.bool_) & ~truncated
+        if was_resetting is not None and not was_resetting.isdisjoint(indices):
+            # NEXT_STEP resets: a new episode, reward 0, neither flag
+            reset = np.fromiter((i in was_resetting for i in indices), np.bool_, count)
+            rewards[reset] = 0.0
+            elapsed[reset] = 0
+            terminated[reset] = False
+            truncated[reset] = False
+        if self.max_episode_steps is not None:
+            truncated |= elapsed >= self.max_episode_steps
+            if terminated_column is None:
+                terminated &= ~truncated
+        self.rewards[rows] = rewards
+        self.elapsed[rows] = elapsed
         self.terminations[rows] = terminated
         self.truncations[rows] = truncated
         done = terminated | truncated
