@@ -48,6 +48,7 @@ from websockets.uri import WebSocketURI, parse_uri
 from openenv_gym.client import keepalive
 from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
 from openenv_gym.errors import (
+    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ReplyTimeoutError,
@@ -345,6 +346,17 @@ class BlockingConnection:
         self.abort()
 
 
+def binary_refused(url: str) -> BinaryEncodingRefusedError:
+    """The error for ``encoding="binary"`` against a server that did not agree to it."""
+    return BinaryEncodingRefusedError(
+        f"the server at {url} did not accept the binary observation encoding "
+        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
+        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
+        "or encoding='json'.",
+        url=url,
+    )
+
+
 def ws_url_or_raise(base_url: str) -> str:
     """The ``ws://`` (``wss://``) URL of the session endpoint of ``base_url``.
 
@@ -535,4 +547,4 @@ def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -
     raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
-__all__ = ["WORKER_HEADER", "BlockingConnection", "ws_url_or_raise"]
+__all__ = ["WORKER_HEADER", "BlockingConnection", "binary_refused", "ws_url_or_raise"]

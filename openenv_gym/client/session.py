@@ -41,7 +41,7 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
-from openenv_gym.client.blocking import WORKER_HEADER, ws_url_or_raise
+from openenv_gym.client.blocking import WORKER_HEADER, binary_refused, ws_url_or_raise
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
     auth_error,
@@ -50,7 +50,6 @@ from openenv_gym.client.http import (
     resolve_token,
 )
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ReplyTimeoutError,
@@ -244,13 +243,7 @@ class Session:
         session = cls(connection, url=url, reply_timeout=reply_timeout, unix_path=unix_path)
         if encoding == "binary" and not session.binary:
             await session.close()
-            raise BinaryEncodingRefusedError(
-                f"the server at {url} did not accept the binary observation encoding "
-                f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-                "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-                "or encoding='json'.",
-                url=url,
-            )
+            raise binary_refused(url)
         return session
 
     async def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:

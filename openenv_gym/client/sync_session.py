@@ -16,7 +16,7 @@ from websockets.exceptions import InvalidURI
 from websockets.proxy import get_proxy
 from websockets.uri import parse_uri
 
-from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
+from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import (
@@ -27,7 +27,6 @@ from openenv_gym.client.session import (
     check_encoding,
 )
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     ConnectionLostError,
     ProtocolError,
     SessionClosedError,
@@ -102,7 +101,7 @@ class SyncSession:
             session = cls(connection)
             if encoding == "binary" and not session.binary:
                 connection.abort()
-                raise _binary_refused(url)
+                raise binary_refused(url)
             return session
         loop = CallerLoop()
         try:
@@ -201,16 +200,6 @@ def _needs_asyncio_proxy(url: str) -> bool:
     except InvalidURI:
         return False  # the blocking connection reports it
     return proxy is not None and not proxy.startswith("http://")
-
-
-def _binary_refused(url: str) -> BinaryEncodingRefusedError:
-    return BinaryEncodingRefusedError(
-        f"the server at {url} did not accept the binary observation encoding "
-        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-        "or encoding='json'.",
-        url=url,
-    )
 
 
 __all__ = ["SyncSession"]

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
+from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
 from openenv_gym.client.exchange import exchange_many
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     CapacityReachedError,
     OpenEnvGymError,
     ProtocolError,
@@ -250,17 +249,6 @@ class Opener:
             Channel(c, chunk, SharedArrayReader() if agreed else None)
             for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
         ]
-
-
-def binary_refused(url: str) -> BinaryEncodingRefusedError:
-    """The error for ``encoding="binary"`` against a server that does not speak it."""
-    return BinaryEncodingRefusedError(
-        f"the server at {url} did not accept the binary observation encoding "
-        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-        "or encoding='json'.",
-        url=url,
-    )
 
 
 def close_all(connections: Sequence[BlockingConnection]) -> None:
