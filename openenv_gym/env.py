@@ -240,6 +240,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         }
         try:
             self.base_url = self._provider.start()
+            if self._token is None:  # a server whose provider chose its token (a Ray fleet's)
+                self._token = self._provider.token
             self._reset_kwargs = dict(reset_kwargs or {})
             self._connect_options: dict[str, Any] = {
                 "connect_timeout": connect_timeout,

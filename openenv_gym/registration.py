@@ -24,7 +24,7 @@ import gymnasium as gym
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
-from openenv_gym.providers import DockerProvider, ServerProvider, server_provider
+from openenv_gym.providers import server_provider
 
 NAMESPACE: Final = "openenv"
 
@@ -150,7 +150,8 @@ def make_docker_env(
     docker_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> OpenEnvEnv:
-    """Any OpenEnv server image in a container on 127.0.0.1; the spaces from its schema.
+    """Any OpenEnv server image in a container on 127.0.0.1 (or placed by the vector env's
+    ``fleet=``, e.g. on a Ray node); the spaces from its schema.
 
     Args:
         image: The image to run.
@@ -162,12 +163,13 @@ def make_docker_env(
         docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
-    options = {"token": token, "startup_timeout": startup_timeout, **dict(docker_kwargs or {})}
-    provider: ServerProvider
-    if serve_args is None:
-        provider = DockerProvider(image, **options)
-    else:
-        provider = DockerProvider.serving(image, serve_args, **options)
+    provider = server_provider(
+        serve_args,
+        image=image,
+        token=token,
+        startup_timeout=startup_timeout,
+        docker_kwargs=docker_kwargs,
+    )
     return OpenEnvEnv(provider=provider, token=token, **kwargs)
 
 

@@ -4,8 +4,9 @@ Both runs are ``OpenEnvVectorEnv(id, N, sessions_per_server=K, workers=1)``: N/K
 one worker process each, stepped with the same seeded random actions. The child-process run
 starts them on this machine; the Ray run gets them from a :class:`~openenv_gym.providers.
 ray.RayFleet` (each server an actor that owns the server process). Without ``--address``
-the Ray run starts a one-node Ray cluster in this process (``ray.init``) on 127.0.0.2, so
-both runs share the machine and the difference is the cost of the placement: startup (actor
+the Ray run starts a one-node Ray cluster here (``ray start --node-ip-address 127.0.0.2``,
+see :class:`~openenv_gym.bench.ray_cluster.LocalRayCluster`) and joins it, so both runs
+share the machine and the difference is the cost of the placement: startup (actor
 placement, then the server) and the step path (nothing of Ray is on it: the sessions go
 straight to the servers). With ``--address`` the servers spread over that cluster.
 
@@ -24,7 +25,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import platform
 import time
 from collections.abc import Sequence
@@ -120,36 +123,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import ray
 
+    from openenv_gym.bench.ray_cluster import LocalRayCluster
     from openenv_gym.providers.ray import RayFleet
 
     servers = -(-args.n // args.per_server)
     started = time.perf_counter()
-    if args.address is not None:
-        ray.init(address=args.address, logging_level=logging.ERROR, log_to_driver=False)
-        label = f"Ray actors ({args.address})"
-    else:
-        ray.init(
-            num_cpus=max(1, int(servers * args.num_cpus + 0.999)),
-            include_dashboard=False,
-            object_store_memory=100_000_000,
-            _node_ip_address="127.0.0.2",
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-        )
-        label = "Ray actors (one-node cluster here)"
-    ray_init = time.perf_counter() - started
     local: list[FleetRun] = []
     placed: list[FleetRun] = []
-    try:
+    with contextlib.ExitStack() as stack:
+        address = args.address
+        label = f"Ray actors ({address})"
+        if address is None:  # on 127.0.0.2, by the public `ray start --node-ip-address`
+            cluster = LocalRayCluster([], num_cpus=max(1, int(servers * args.num_cpus + 0.999)))
+            stack.enter_context(cluster)
+            os.environ.update(cluster.auth_env)  # a driver joins a cluster of its auth mode
+            address, label = cluster.address, "Ray actors (one-node cluster here)"
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        stack.callback(ray.shutdown)
+        ray_init = time.perf_counter() - started
         fleet = RayFleet(num_cpus=args.num_cpus)
         for repeat in range(args.repeats):  # interleaved: both see the same machine load
             local.append(run_once(LOCAL_LABEL, None, args, repeat))
             placed.append(run_once(label, fleet, args, repeat))
-    finally:
-        ray.shutdown()
     runs = [best_of(local), best_of(placed)]
     print(format_runs(runs, args))
-    print(f"\n(ray.init took {ray_init:.2f}s, not counted in the startup above)")
+    print(f"\n(Ray's start and ray.init took {ray_init:.2f}s, not counted in the startup above)")
     return 0
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from openenv_gym.client import TOKEN_ENV_VAR
+from openenv_gym.errors import OpenEnvGymError
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.providers.docker import DockerProvider, remove_orphans
 from openenv_gym.providers.fleet import FleetProvider, active_fleet, resolve_fleet, using_fleet
@@ -16,7 +17,7 @@ from openenv_gym.providers.local import LocalServerProcess
 
 
 def server_provider(
-    serve_args: Sequence[str],
+    serve_args: Sequence[str] | None,
     *,
     image: str | None = None,
     token: str | None = None,
@@ -29,9 +30,11 @@ def server_provider(
     on the active fleet instead while :func:`using_fleet` is in effect.
 
     Args:
-        serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``.
-        image: A Docker image of ours (``openenv-gym/gymnasium:latest``, ...) to run the
-            server in; ``None`` runs it as a child process.
+        serve_args: Arguments after ``serve``, e.g. ``["gymnasium", "--env-id", "CartPole-v1"]``;
+            with ``image``, ``None`` keeps the image's own command (any OpenEnv image).
+        image: A Docker image (ours, ``openenv-gym/gymnasium:latest``, ..., or any OpenEnv
+            image with ``serve_args=None``) to run the server in; ``None`` runs it as a
+            child process.
         token: A bearer token the server will require.
         startup_timeout: Seconds to wait for the server.
         docker_kwargs: More :class:`DockerProvider` arguments (``run_kwargs``, ``pull``, ...).
@@ -39,6 +42,9 @@ def server_provider(
             :class:`LocalServerProcess`); ignored for a container, which is reached over TCP.
         workers: ``--workers`` of the server (``"auto"``: one process per core); ``None``
             leaves the server's default (one).
+
+    Raises:
+        OpenEnvGymError: Neither ``serve_args`` nor ``image`` is given.
 
     Example:
         >>> server_provider(["gymnasium", "--env-id", "CartPole-v1"], image="openenv-gym/gymnasium")
@@ -55,16 +61,22 @@ def server_provider(
             unix_socket=unix_socket,
             workers=workers,
         )
-    if workers is not None:
+    if workers is not None and serve_args is not None:
         serve_args = [*serve_args, "--workers", str(workers)]
     if image is None:
+        if serve_args is None:
+            raise OpenEnvGymError(
+                "no server to start: pass serve_args (the arguments after `openenv-gym "
+                "serve`) or image=... (a container of that image, with its own command)"
+            )
         env = {TOKEN_ENV_VAR: token} if token is not None else None
         return LocalServerProcess(
             serve_args, startup_timeout=startup_timeout, env=env, unix_socket=unix_socket
         )
-    return DockerProvider.serving(
-        image, serve_args, token=token, startup_timeout=startup_timeout, **dict(docker_kwargs or {})
-    )
+    options = {"token": token, "startup_timeout": startup_timeout, **dict(docker_kwargs or {})}
+    if serve_args is None:
+        return DockerProvider(image, **options)
+    return DockerProvider.serving(image, serve_args, **options)
 
 
 __all__ = [

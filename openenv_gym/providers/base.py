@@ -14,6 +14,11 @@ from types import TracebackType
 class ServerProvider(ABC):
     """Starts (or merely names) one OpenEnv server."""
 
+    #: The bearer token the server requires, when the provider knows it (``None``: none, or
+    #: not known). A client given no token of its own sends this one: a
+    #: :class:`~openenv_gym.providers.ray.RayServer` makes one up for its fleet.
+    token: str | None = None
+
     @abstractmethod
     def start(self) -> str:
         """Start the server if needed and return its base URL (``http://host:port``)."""

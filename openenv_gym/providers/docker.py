@@ -1,7 +1,8 @@
 """A server in a Docker container: run an image, publish its port on 127.0.0.1, clean up.
 
 :class:`DockerProvider` runs an image with the ``docker`` SDK (the ``[docker]`` extra) and
-publishes the server's port on ``127.0.0.1`` only, on a free host port the engine picks.
+publishes the server's port on ``127.0.0.1`` only (or the one address ``publish_ip`` names,
+e.g. a Ray node's IP), on a free host port the engine picks.
 It then polls ``GET /health`` until the server answers; connection resets and empty replies
 count as "not yet" (docker-proxy accepts connections before the server inside listens).
 When the container exits or is not ready in time, the error carries its log.
@@ -13,7 +14,9 @@ It never outlives its owner: :meth:`DockerProvider.stop` removes it, and so do a
 exception during start, garbage collection and interpreter exit (a ``weakref.finalize``,
 which runs at exit). A process killed with SIGKILL cannot clean up: its containers carry
 labels naming the host and the owner's pid, and :func:`remove_orphans` (called on every
-start) removes those whose owner is gone.
+start) removes those whose owner is gone. With ``remove_with_owner=True`` a
+:class:`~openenv_gym.providers.container_reaper.ContainerReaper` removes it even then, the
+moment its owner is gone (a Ray actor's containers: actors may end by ``SIGKILL``).
 
 Example:
     >>> provider = DockerProvider.serving(  # doctest: +SKIP
@@ -30,6 +33,7 @@ import contextlib
 import importlib
 import os
 import socket
+import subprocess
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -43,6 +47,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.extras import missing_extra
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.container_reaper import REAPER_LABEL, ContainerReaper
 
 #: Label on every container we start (value: ``"1"``).
 LABEL: Final = "org.openenv-gym.provider"
@@ -151,6 +156,11 @@ class DockerProvider(ServerProvider):
         pull: Pull the image when it is not present.
         run_kwargs: More ``docker.containers.run`` arguments (e.g. ``mem_limit``).
         client: A ``docker.DockerClient`` (default: from the environment).
+        publish_ip: The host address the port is published on (and the URL names);
+            ``127.0.0.1`` unless other machines must reach the server (a Ray node's IP).
+        remove_with_owner: Also remove the container when this process is killed
+            (``SIGKILL`` included) by a detached
+            :class:`~openenv_gym.providers.container_reaper.ContainerReaper`.
     """
 
     def __init__(
@@ -167,6 +177,8 @@ class DockerProvider(ServerProvider):
         pull: bool = False,
         run_kwargs: Mapping[str, Any] | None = None,
         client: Any = None,
+        publish_ip: str = "127.0.0.1",
+        remove_with_owner: bool = False,
     ) -> None:
         self.image = image
         self.command = list(command) if command is not None else None
@@ -174,13 +186,17 @@ class DockerProvider(ServerProvider):
         self.env = dict(env or {})
         if token is not None:
             self.env[TOKEN_ENV_VAR] = token
+        self.token = token
         self.startup_timeout = startup_timeout
         self.read_only = read_only
         self.user = user
         self.pull = pull
         self.run_kwargs = dict(run_kwargs or {})
+        self.publish_ip = publish_ip
+        self.remove_with_owner = remove_with_owner
         self._client = client
         self._container: Any = None
+        self._reaper: ContainerReaper | None = None
         self._base_url: str | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -213,6 +229,14 @@ class DockerProvider(ServerProvider):
         return None if self._container is None else str(self._container.id)
 
     @property
+    def container_pid(self) -> int | None:
+        """The process id (on this host) of the running container's main process."""
+        if self._container is None:
+            return None
+        pid = (self._container.attrs.get("State") or {}).get("Pid")
+        return int(pid) if pid else None
+
+    @property
     def client(self) -> Any:
         """The ``docker.DockerClient`` in use."""
         if self._client is None:
@@ -235,18 +259,30 @@ class DockerProvider(ServerProvider):
         with contextlib.suppress(Exception):
             remove_orphans(client)
         self._ensure_image(client)
+        labels = {
+            LABEL: "1",
+            OWNER_HOST_LABEL: socket.gethostname(),
+            OWNER_PID_LABEL: str(os.getpid()),
+        }
+        if self.remove_with_owner and self._reaper is None:
+            # Before the container exists: no moment where a killed owner leaves it behind.
+            try:
+                self._reaper = ContainerReaper.start()
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise ServerStartError(
+                    f"could not start the watcher that removes the container of {self.image} "
+                    f"with this process ({exc}); pass remove_with_owner=False to run it without"
+                ) from exc
+        if self._reaper is not None:
+            labels[REAPER_LABEL] = self._reaper.key
         try:
             container = client.containers.run(
                 self.image,
                 self.command,
                 detach=True,
                 environment=self.env,
-                ports={f"{self.container_port}/tcp": ("127.0.0.1", None)},
-                labels={
-                    LABEL: "1",
-                    OWNER_HOST_LABEL: socket.gethostname(),
-                    OWNER_PID_LABEL: str(os.getpid()),
-                },
+                ports={f"{self.container_port}/tcp": (self.publish_ip, None)},
+                labels=labels,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 user=self.user,
@@ -256,6 +292,7 @@ class DockerProvider(ServerProvider):
                 **self.run_kwargs,
             )
         except docker.errors.APIError as exc:
+            self._release_reaper()
             raise ServerStartError(
                 f"docker could not start a container from {self.image}: {exc}"
             ) from exc
@@ -291,9 +328,10 @@ class DockerProvider(ServerProvider):
 
     def _published_url(self, container: Any) -> str | None:
         ports = (container.attrs.get("NetworkSettings") or {}).get("Ports") or {}
+        host = f"[{self.publish_ip}]" if ":" in self.publish_ip else self.publish_ip
         for binding in ports.get(f"{self.container_port}/tcp") or []:
-            if binding.get("HostIp") in ("127.0.0.1", "") and binding.get("HostPort"):
-                return f"http://127.0.0.1:{binding['HostPort']}"
+            if binding.get("HostIp") in (self.publish_ip, "") and binding.get("HostPort"):
+                return f"http://{host}:{binding['HostPort']}"
         return None
 
     def _wait_until_ready(self, container: Any) -> str:
@@ -342,6 +380,12 @@ class DockerProvider(ServerProvider):
             self._finalizer()
         self._container = None
         self._base_url = None
+        self._release_reaper()
+
+    def _release_reaper(self) -> None:
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.close()
 
     def __repr__(self) -> str:
         state = self._base_url or "not started"

@@ -37,7 +37,7 @@ class FleetProvider(ABC):
     @abstractmethod
     def server(
         self,
-        serve_args: Sequence[str],
+        serve_args: Sequence[str] | None,
         *,
         image: str | None = None,
         token: str | None = None,
@@ -46,7 +46,8 @@ class FleetProvider(ABC):
         unix_socket: bool = False,
         workers: int | str | None = None,
     ) -> ServerProvider:
-        """The (not yet started) provider of one ``openenv-gym serve <serve_args>`` server.
+        """The (not yet started) provider of one ``openenv-gym serve <serve_args>`` server,
+        or of a container of ``image`` (``serve_args=None``: the image's own command).
 
         The arguments are those of :func:`openenv_gym.providers.server_provider`.
         """

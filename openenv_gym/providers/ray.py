@@ -1,26 +1,39 @@
-"""Servers placed on a Ray cluster: each one a Ray actor that owns a child server process.
+"""Servers placed on a Ray cluster: each one a Ray actor that owns a server process or
+container on its node.
 
 :class:`RayFleet` is a :class:`~openenv_gym.providers.fleet.FleetProvider`: a vector env
 given ``fleet=RayFleet(...)`` (or ``fleet="ray"``) starts each of its embedded servers as a
 :class:`RayServer`, and connects to them like to any other servers. A :class:`RayServer`
 creates one actor (``num_cpus`` CPUs and ``resources`` reserved, placed by
 ``scheduling_strategy``: ``"SPREAD"`` by default, so servers land on as many nodes as
-possible); the actor starts ``openenv-gym serve ...`` as its child process with the same
-machinery as the embedded default (:class:`~openenv_gym.providers.LocalServerProcess`),
-bound to its node's IP, and reports the URL, node and process ids.
+possible); the actor (:class:`~openenv_gym.providers.ray_actor.ServerActor`) starts the
+server on its node with the same providers as here, and reports the URL, node and process
+ids:
+
+* a registered id or any Gymnasium id: ``openenv-gym serve ...`` as the actor's child
+  process (:class:`~openenv_gym.providers.LocalServerProcess`), bound to the node's IP;
+* ``image=...`` (an OpenEnv image: ours, with the id's ``serve`` arguments, or any image
+  through ``openenv/Docker-v0``): a container of the node's Docker engine
+  (:class:`~openenv_gym.providers.DockerProvider`), its port published on the node's IP.
 
 Lifecycle: :meth:`RayServer.stop` (the vector env's ``close()``) stops the server, then kills
 the actor. The actor is not detached, so Ray ends it when its handle is garbage collected
-and when the driver (this process) exits or dies. The server process watches its stdin, a
-pipe from the actor, and exits as soon as the actor is gone, whatever killed it (``ray.kill``,
-the driver's death, the loss of the node). A vector env sees a lost server as a
-:class:`~openenv_gym.errors.SubEnvError`, or, with ``reconnect=True``, gets a new server
-from Ray (on any live node) and reopens the sessions there.
+and when the driver (this process) exits or dies. Whatever ends the actor (``ray.kill``,
+the driver's death, the loss of the node), its server goes with it: a server process
+watches its stdin, a pipe from the actor; a container is removed by a detached watcher
+(:class:`~openenv_gym.providers.container_reaper.ContainerReaper`). A vector env sees a
+lost server as a :class:`~openenv_gym.errors.SubEnvError`, or, with ``reconnect=True``,
+gets a new server from Ray (on any live node) and reopens the sessions there.
+
+Tokens: a server that other machines can reach must not serve whoever connects. Unless the
+servers bind a loopback ``host=``, every server of a fleet requires a bearer token: the
+driver's ``token=`` or ``OPENENV_TOKEN`` when set, else one the fleet makes up
+(``secrets.token_urlsafe(32)``, one per fleet). The vector env's sessions send it by
+themselves (:attr:`RayServer.token`).
 
 Ray itself is the user's: call ``ray.init(address=...)`` first (the ``[ray]`` extra installs
-it, and every node needs openenv-gym installed too). A server that binds a node's
-non-loopback IP requires a bearer token (the server's bind policy): the driver's ``token=``
-or ``OPENENV_TOKEN`` is handed to it, and the vector env's sessions send the same.
+it, and every node needs openenv-gym installed too, with ``[docker]`` and a Docker engine on
+the nodes that run images).
 
 Example:
     >>> import ray  # doctest: +SKIP
@@ -36,18 +49,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
+import secrets
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.client import TOKEN_ENV_VAR
+from openenv_gym.client import TOKEN_ENV_VAR, resolve_token
 from openenv_gym.errors import FleetConfigError, RayUnavailableError, ServerStartError
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
-from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.providers.ray_actor import CONTAINER_OPTIONS, ServerActor, ServerLocation
+from openenv_gym.server.bind_policy import is_loopback_host
 
 logger = logging.getLogger(__name__)
 
@@ -78,94 +91,59 @@ def ray_module() -> Any:
     return ray
 
 
-@dataclass(frozen=True)
-class ServerLocation:
-    """Where a Ray-placed server runs."""
-
-    #: The server's base URL (``http://NODE_IP:PORT``).
-    url: str
-    #: The Ray node id (hex) of the node it runs on.
-    node_id: str
-    #: That node's IP address.
-    node_ip: str
-    #: The process id of the server process, on that node.
-    pid: int
-    #: The process id of the actor that owns it, on that node.
-    actor_pid: int
-
-
-class ServerActor:
-    """The Ray actor behind a :class:`RayServer`: owns one child server process.
-
-    Made a Ray actor class by :func:`_actor_class` (this module imports without Ray).
-    """
-
-    def __init__(self) -> None:
-        self._server: LocalServerProcess | None = None
-
-    def node(self) -> tuple[str, str]:
-        """The Ray node id and IP this actor was placed on."""
-        import ray
-
-        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
-
-    def start(
-        self,
-        serve_args: list[str],
-        host: str | None,
-        env: dict[str, str],
-        startup_timeout: float,
-    ) -> ServerLocation:
-        """Start ``openenv-gym serve <serve_args>`` bound to ``host`` (the node's IP if
-        ``None``) and wait until it answers ``/health``."""
-        node_id, node_ip = self.node()
-        server = LocalServerProcess(
-            serve_args, startup_timeout=startup_timeout, env=env, host=host or node_ip
-        )
-        self._server = server
-        url = server.start()
-        assert server.pid is not None  # start() returned: the process runs
-        return ServerLocation(url, node_id, node_ip, server.pid, os.getpid())
-
-    def stop(self) -> None:
-        """Stop the server process (idempotent)."""
-        if self._server is not None:
-            self._server.stop()
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The last lines the server printed."""
-        return self._server.log_tail(lines) if self._server is not None else ""
-
-
 @functools.cache
 def _actor_class() -> Any:
     return ray_module().remote(ServerActor)
 
 
 class RayServer(ServerProvider):
-    """One ``openenv-gym serve`` server, started by a Ray actor on a node Ray picks.
+    """One server (``openenv-gym serve ...`` or an image's container), started by a Ray
+    actor on a node Ray picks.
 
     Made by :meth:`RayFleet.server`; :meth:`start` places the actor, starts the server and
     returns its URL; :meth:`stop` ends both. It may be started again after a stop (a
     reconnecting vector env does, when the server or its node was lost).
 
+    Args:
+        serve_args: The arguments after ``openenv-gym serve``; with ``image``, ``None``
+            keeps the image's own command.
+        fleet: The fleet whose placement options (and token) it uses.
+        token: The token the server requires; ``None``: ``OPENENV_TOKEN``, else the
+            fleet's own (:attr:`RayFleet.token`). Clients find it in :attr:`token`.
+        startup_timeout: Seconds the server gets to answer ``/health`` once placed.
+        image: Run the server in a container of this image on the node's Docker engine.
+        docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments for
+            the container (those of :data:`~openenv_gym.providers.ray_actor.CONTAINER_OPTIONS`).
+
     Raises (from :meth:`start`):
         RayUnavailableError: Ray is missing or not initialised.
         ServerStartError: No node took the actor within the placement timeout, the actor
-            died, or the server did not start (the error carries its output).
+            died, or the server did not start (the error carries its output; its
+            subclasses ``DockerUnavailableError`` and ``ImageNotFoundError`` come from a
+            node without an engine or without the image).
     """
 
     def __init__(
         self,
-        serve_args: Sequence[str],
+        serve_args: Sequence[str] | None,
         fleet: RayFleet,
         *,
         token: str | None = None,
         startup_timeout: float = 60.0,
+        image: str | None = None,
+        docker_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        self.serve_args = list(serve_args)
+        if serve_args is None and image is None:
+            raise FleetConfigError(
+                "a RayServer needs serve_args (the arguments after `openenv-gym serve`) or "
+                "an image=... whose own command it runs; got neither"
+            )
+        self.serve_args = list(serve_args) if serve_args is not None else None
         self.fleet = fleet
-        self.token = token
+        self.image = image
+        self.docker_kwargs = dict(docker_kwargs or {})
+        given = resolve_token(token)
+        self.token = given if given is not None else fleet.token
         self.startup_timeout = startup_timeout
         self._actor: Any = None
         self._placed = False
@@ -221,7 +199,10 @@ class RayServer(ServerProvider):
 
     @property
     def _command(self) -> str:
-        return f"openenv-gym serve {' '.join(self.serve_args)}"
+        if self.image is None:
+            return f"openenv-gym serve {' '.join(self.serve_args or [])}"
+        command = " ".join(self.serve_args) if self.serve_args is not None else "(its command)"
+        return f"the image {self.image} {command}"
 
     def _start_actor(self, ray: Any, deadline: float) -> ServerLocation:
         """One actor: placed, then its server started (Ray's actor deaths propagate)."""
@@ -241,9 +222,20 @@ class RayServer(ServerProvider):
                 "placement_timeout"
             ) from None
         self._placed = True
-        token = self.token if self.token is not None else os.environ.get(TOKEN_ENV_VAR)
-        env = {TOKEN_ENV_VAR: token} if token else {}
-        ref = actor.start.remote(self.serve_args, self.fleet.host, env, self.startup_timeout)
+        if self.image is None:
+            env = {TOKEN_ENV_VAR: self.token} if self.token is not None else {}
+            ref = actor.start_process.remote(
+                self.serve_args, self.fleet.host, env, self.startup_timeout
+            )
+        else:
+            ref = actor.start_container.remote(
+                self.image,
+                self.serve_args,
+                self.fleet.host,
+                self.token,
+                self.startup_timeout,
+                self.docker_kwargs,
+            )
         try:
             location: ServerLocation = ray.get(ref, timeout=self.startup_timeout + 30.0)
         except ray.exceptions.GetTimeoutError:
@@ -253,10 +245,8 @@ class RayServer(ServerProvider):
             ) from None
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause
-            if isinstance(cause, ServerStartError):
-                raise ServerStartError(
-                    f"On the Ray node {node_ip}: {cause}", log=cause.log
-                ) from None
+            if isinstance(cause, ServerStartError):  # DockerUnavailableError, ... keep their type
+                raise type(cause)(f"On the Ray node {node_ip}: {cause}", log=cause.log) from None
             raise ServerStartError(
                 f"the server actor of {self._command!r} on the Ray node {node_ip} failed: {exc}"
             ) from None
@@ -282,11 +272,13 @@ class RayServer(ServerProvider):
             if self._location
             else "not started"
         )
-        return f"RayServer({self.serve_args!r}, {where})"
+        what = self.serve_args if self.image is None else f"{self.image} {self.serve_args}"
+        return f"RayServer({what!r}, {where})"
 
 
 class RayFleet(FleetProvider):
-    """Embedded servers as Ray actors spread over the nodes of the cluster.
+    """Embedded servers (processes or containers) as Ray actors spread over the nodes of
+    the cluster.
 
     Args:
         num_cpus: CPUs reserved for each server (its actor). With the vector env's default
@@ -296,9 +288,10 @@ class RayFleet(FleetProvider):
         scheduling_strategy: ``"SPREAD"`` (default: servers over as many nodes as possible),
             ``"DEFAULT"``, or a Ray strategy object
             (``NodeAffinitySchedulingStrategy``, ``PlacementGroupSchedulingStrategy``).
-        host: The address every server binds; ``None`` binds its node's IP (what the driver
-            reaches). Beyond loopback a server requires a token: pass ``token=...`` to the
-            env, or set ``OPENENV_TOKEN`` in the driver (servers get it from there).
+        host: The address every server binds (a container: is published on); ``None``
+            binds its node's IP (what the driver reaches). Unless ``host`` is a loopback
+            address, every server requires a bearer token: the env's ``token=``, else the
+            driver's ``OPENENV_TOKEN``, else :attr:`token`, made up for this fleet.
         placement_timeout: Seconds to wait for a node to take a server's actor.
         stop_timeout: Seconds a stopping server gets before its actor is killed.
         actor_options: More ``ActorClass.options(...)`` of the server actors
@@ -308,8 +301,11 @@ class RayFleet(FleetProvider):
         FleetConfigError: An option is invalid.
 
     Example:
-        >>> RayFleet(num_cpus=2, resources={"atari_node": 1})
+        >>> fleet = RayFleet(num_cpus=2, resources={"atari_node": 1})
+        >>> fleet
         RayFleet(num_cpus=2.0, resources={'atari_node': 1.0}, scheduling_strategy='SPREAD')
+        >>> len(fleet.token), RayFleet(host="127.0.0.1").token
+        (43, None)
     """
 
     def __init__(
@@ -334,9 +330,13 @@ class RayFleet(FleetProvider):
                 f"scheduling strategy object, got {scheduling_strategy!r}"
             )
         self.scheduling_strategy = scheduling_strategy
-        if host is not None and not isinstance(host, str):
+        if host is not None and (not isinstance(host, str) or not host.strip()):
             raise FleetConfigError(f"expected host to be an address string or None, got {host!r}")
         self.host = host
+        # Servers other machines reach need a token; this one is sent by the fleet's sessions.
+        self._token = (
+            secrets.token_urlsafe(32) if host is None or not is_loopback_host(host) else None
+        )
         self.placement_timeout = _positive("placement_timeout", placement_timeout)
         self.stop_timeout = _positive("stop_timeout", stop_timeout)
         self.extra_actor_options = dict(_mapping("actor_options", actor_options))
@@ -347,6 +347,13 @@ class RayFleet(FleetProvider):
                 f"actor_options may not set {sorted(clash)}: use RayFleet's own arguments "
                 "(servers are never detached or restarted by Ray; reconnect=True replaces them)"
             )
+
+    @property
+    def token(self) -> str | None:
+        """The token this fleet's servers require when none is given (``token=`` or the
+        driver's ``OPENENV_TOKEN``): random, made up for this fleet, unless ``host`` is a
+        loopback address (then ``None``)."""
+        return self._token
 
     def actor_options(self) -> dict[str, Any]:
         """The ``.options(...)`` of each server actor."""
@@ -368,7 +375,7 @@ class RayFleet(FleetProvider):
 
     def server(
         self,
-        serve_args: Sequence[str],
+        serve_args: Sequence[str] | None,
         *,
         image: str | None = None,
         token: str | None = None,
@@ -377,29 +384,45 @@ class RayFleet(FleetProvider):
         unix_socket: bool = False,
         workers: int | str | None = None,
     ) -> RayServer:
-        """A :class:`RayServer` for ``openenv-gym serve <serve_args>`` (not started yet).
+        """A :class:`RayServer` for ``openenv-gym serve <serve_args>`` (not started yet), or,
+        with ``image``, for a container of that image (``serve_args=None``: its own command).
 
         ``unix_socket`` is ignored (the server is reached over TCP, from any node);
         ``workers="auto"`` means one worker process per reserved CPU.
 
         Raises:
-            FleetConfigError: ``image`` is given (containers on Ray nodes are not supported
-                yet).
+            FleetConfigError: ``image`` is not an image name, ``docker_kwargs`` come
+                without ``image`` or set what the fleet sets.
         """
-        if image is not None or docker_kwargs:
-            raise FleetConfigError(
-                f"a RayFleet runs servers as processes of its actors; image={image!r} "
-                "(a container per server) is not supported on it: drop image= (openenv-gym "
-                "must be installed on every node), or start the containers yourself and pass "
-                "their URLs as base_url=[...]"
-            )
         del unix_socket
+        if image is not None and (not isinstance(image, str) or not image.strip()):
+            raise FleetConfigError(f"expected image to be an image name or None, got {image!r}")
+        options = dict(_mapping("docker_kwargs", docker_kwargs))
+        if options and image is None:
+            raise FleetConfigError(
+                f"docker_kwargs={options!r} apply to a container: pass image=... too (e.g. "
+                "image='openenv-gym/gymnasium:latest'), or drop docker_kwargs"
+            )
+        not_allowed = sorted(set(options) - set(CONTAINER_OPTIONS))
+        if not_allowed:
+            raise FleetConfigError(
+                f"docker_kwargs may not set {not_allowed} on a RayFleet: a container on a Ray "
+                f"node takes {list(CONTAINER_OPTIONS)} (the node's own Docker engine runs it; "
+                "its token, startup_timeout and published address come from the fleet)"
+            )
         if workers == "auto":
             workers = max(1, int(self.num_cpus))
-        args = list(serve_args)
-        if workers is not None:
+        args = list(serve_args) if serve_args is not None else None
+        if workers is not None and args is not None:
             args += ["--workers", str(workers)]
-        return RayServer(args, self, token=token, startup_timeout=startup_timeout)
+        return RayServer(
+            args,
+            self,
+            token=token,
+            startup_timeout=startup_timeout,
+            image=image,
+            docker_kwargs=options,
+        )
 
     def __repr__(self) -> str:
         parts = [f"num_cpus={self.num_cpus!r}"]

@@ -1,10 +1,20 @@
-"""A real multi-node Ray cluster on this machine, for tests: ``ray start`` twice, on 127.0.0.1.
+"""A real multi-node Ray cluster on this machine, for tests and benchmarks: ``ray start``
+once per node, on 127.0.0.2, 127.0.0.3, ...
 
-Each node is one ``ray start --block`` process (the head, then workers joining it), in its
-own session, with 1 CPU, a small object store, free ports and a short temp dir of its own.
+Each node is one ``ray start --block --node-ip-address 127.0.0.K`` process (the head, then
+workers joining it), in its own session, with ``num_cpus`` CPUs, a small object store, free
+ports and a short temp dir of its own. The node addresses are the public way to keep all of
+Ray's traffic on loopback: ``ray start`` turns ``127.0.0.1`` into the machine's outward
+address, but keeps the rest of 127.0.0.0/8. A driver joins with the public
+``ray.init(address=cluster.address)``: connecting to a running cluster, Ray 2.x takes the
+driver's node IP from the cluster's node on this machine (the head, on 127.0.0.2).
 :meth:`LocalRayCluster.stop` ends exactly the processes of this cluster (never ``ray stop``,
-which kills every Ray process of the machine, other test runs' included): every process
-below the ``ray start`` processes, and any process whose command line names the temp dir.
+which kills every Ray process of the machine, other runs' included): every process below
+the ``ray start`` processes, and any process whose command line names the temp dir.
+
+Example:
+    >>> with LocalRayCluster([{"node2": 1}]) as cluster:  # doctest: +SKIP
+    ...     ray.init(address=cluster.address)
 """
 
 from __future__ import annotations
@@ -210,11 +220,11 @@ class LocalRayCluster:
     def alive_nodes(self) -> int:
         """How many nodes the head counts alive (asked by a short-lived driver)."""
         script = (
-            "import ray,sys;ray.init(address=sys.argv[1],_node_ip_address=sys.argv[2],"
-            "logging_level='ERROR');print(sum(n['Alive'] for n in ray.nodes()))"
+            "import ray,sys;ray.init(address=sys.argv[1],logging_level='ERROR');"
+            "print(sum(n['Alive'] for n in ray.nodes()))"
         )
         out = subprocess.run(
-            [sys.executable, "-c", script, self.address, self.ips[0]],
+            [sys.executable, "-c", script, self.address],
             capture_output=True,
             text=True,
             env=self._env,
