@@ -6,8 +6,9 @@ seconds. Servers: ``websockets`` on asyncio's default loop and on uvloop, an
 :class:`asyncio.Protocol` framed by ``websockets``' sans-I/O protocol on uvloop (the design
 of :mod:`openenv_gym.server.connection`), ``aiohttp`` and ``picows`` on uvloop. Clients: a
 blocking socket framed by ``websockets``' sans-I/O protocol (the single env's path),
-``websockets`` asyncio on uvloop, ``picows`` on uvloop. Stacks that are not installed
-(``picows`` and ``aiohttp`` come with the ``[bench]`` extra) are left out.
+``websockets`` asyncio on uvloop, ``picows`` on uvloop (sending from its frame callback,
+and, as a synchronous ``step`` must, running the loop until each reply). Stacks that are
+not installed (``picows`` and ``aiohttp`` come with the ``[bench]`` extra) are left out.
 
 Run it with ``python -m benchmarks.ws_stack`` (``--seconds``, ``--size``).
 """
@@ -31,7 +32,12 @@ SERVERS = (
     "aiohttp/uvloop",
     "picows/uvloop",
 )
-CLIENTS = ("websockets-sans-io/blocking", "websockets/uvloop", "picows/uvloop")
+CLIENTS = (
+    "websockets-sans-io/blocking",
+    "websockets/uvloop",
+    "picows/uvloop",
+    "picows-loop-per-step/uvloop",
+)
 
 
 @dataclass(frozen=True)
@@ -198,10 +204,41 @@ def _picows_client(url: str, message: str, seconds: float) -> float:
     return uvloop.run(main())
 
 
+def _picows_loop_per_step_client(url: str, message: str, seconds: float) -> float:
+    """picows driven the way a synchronous ``env.step`` would drive it: the loop runs only
+    until the reply of each request arrives (``run_until_complete`` per round trip)."""
+    import picows
+    import uvloop
+
+    payload = message.encode()
+    loop = uvloop.new_event_loop()
+    waiter: list[asyncio.Future[None]] = []
+
+    class Receiver(picows.WSListener):
+        def on_ws_frame(self, transport: Any, frame: Any) -> None:
+            if waiter and not waiter[0].done():
+                waiter[0].set_result(None)
+
+    try:
+        transport, _listener = loop.run_until_complete(picows.ws_connect(Receiver, url))
+        count, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            waiter[:] = [loop.create_future()]
+            transport.send(picows.WSMsgType.TEXT, payload)
+            loop.run_until_complete(waiter[0])
+            count += 1
+        transport.send_close(picows.WSCloseCode.OK)
+        transport.disconnect()
+        return count / elapsed
+    finally:
+        loop.close()
+
+
 _CLIENT_RUNNERS: dict[str, Callable[[str, str, float], float]] = {
     CLIENTS[0]: _blocking_client,
     CLIENTS[1]: _websockets_client,
     CLIENTS[2]: _picows_client,
+    CLIENTS[3]: _picows_loop_per_step_client,
 }
 
 

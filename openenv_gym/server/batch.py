@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pydantic_core
 
@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from openenv_gym.server.session import SessionManager, _Session
 
 logger = logging.getLogger("openenv_gym.server")
+# Plain strings for the hot path (an enum member's attribute access costs a descriptor call).
+_STEP: Final = MessageType.STEP.value
+_RESET: Final = MessageType.RESET.value
+_OBSERVATION: Final = MessageType.OBSERVATION.value
 
 
 def _parse(raw: bytes, max_size: int) -> tuple[str, dict[str, Any]]:
@@ -207,8 +211,8 @@ def _step(
         session = sessions[k]
         action = op.get("step")
         if action is not None:
-            reply = answer(session, MessageType.STEP, action)
-            if same_step_reset is not None and reply["type"] == MessageType.OBSERVATION:
+            reply = answer(session, _STEP, action)
+            if same_step_reset is not None and reply["type"] == _OBSERVATION:
                 data = reply["data"]
                 if (
                     data["done"]
@@ -216,10 +220,10 @@ def _step(
                     or (truncated_key is not None and data["observation"].get(truncated_key))
                 ):
                     finals[len(indices)] = reply
-                    reply = answer(session, MessageType.RESET, dict(same_step_reset))
+                    reply = answer(session, _RESET, dict(same_step_reset))
         else:
-            reply = answer(session, MessageType.RESET, op["reset"])
-        if reply["type"] != MessageType.OBSERVATION:
+            reply = answer(session, _RESET, op["reset"])
+        if reply["type"] != _OBSERVATION:
             if failed is None:
                 failed = (k, reply)
             continue

@@ -78,6 +78,9 @@ logger = logging.getLogger("openenv_gym.server")
 #: Close reason sent to a session closed for inactivity.
 IDLE_CLOSE_REASON: Final = "idle timeout"
 _OBSERVATION_EXCLUDE: Final = frozenset({"reward", "done"})
+# Plain strings for the hot path (an enum member's attribute access costs a descriptor call).
+_STEP: Final = MessageType.STEP.value
+_RESET: Final = MessageType.RESET.value
 
 
 def _json_fallback(value: Any) -> Any:
@@ -354,7 +357,7 @@ class SessionManager:
         (an ``error`` message when the data is invalid or the environment raises)."""
         env = session.env
         try:
-            if kind == MessageType.STEP:
+            if kind == _STEP:
                 # Environments not derived from ours (e.g. official ones) have no fast path.
                 step_reply = getattr(env, "step_reply", None)
                 fast = step_reply(data) if step_reply is not None else None
@@ -362,7 +365,7 @@ class SessionManager:
                     return fast
                 action = self.action_type.model_validate(data)
                 reply = serialize_observation(env.step(action))
-            elif kind == MessageType.RESET:
+            elif kind == _RESET:
                 reply = serialize_observation(env.reset(**session.filter_reset(data)))
             else:
                 reply = _serialize_state(env.state)

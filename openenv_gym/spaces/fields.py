@@ -147,6 +147,14 @@ class NumericArrayCodec(FieldCodec):
             self._low, self._high = 0, 1
         self._accepts_bool = isinstance(space, spaces.MultiBinary) or self._dtype.kind == "b"
         self._expected = describe_space(space)  # once: decode runs on every step
+        low, high = np.asarray(self._low), np.asarray(self._high)
+        # Bounds that every value of the dtype meets (uint8 in [0, 255]) need no check;
+        # uniform bounds are checked with two reductions instead of elementwise masks.
+        self._dtype_in_bounds = self._dtype.kind in "iu" and bool(
+            np.all(low <= np.iinfo(self._dtype).min) and np.all(high >= np.iinfo(self._dtype).max)
+        )
+        uniform = low.size > 0 and bool(np.all(low == low.flat[0]) and np.all(high == high.flat[0]))
+        self._scalar_bounds = (low.flat[0], high.flat[0]) if uniform else None
 
     def decode(self, wire: Any, path: str) -> np.ndarray:
         expected = self._expected
@@ -187,6 +195,14 @@ class NumericArrayCodec(FieldCodec):
         array = wire if isinstance(wire, np.ndarray) else None
         if (
             array is not None
+            and array.shape != (count, *self._shape)
+            and array.ndim >= 1
+            and array.shape[0] == count
+            and array.size == count * self._size
+        ):
+            array = array.reshape(count, *self._shape)  # rows sent flat, as decode allows
+        if (
+            array is not None
             and array.shape == (count, *self._shape)
             and array.dtype.kind in "biuf"
             and (array.dtype.kind != "b" or self._accepts_bool)
@@ -194,17 +210,28 @@ class NumericArrayCodec(FieldCodec):
         ):
             if self._dtype.kind == "f":
                 array = array.astype(self._dtype, copy=False)
-            inside = (array >= self._low) & (array <= self._high)
-            if inside.all():
+            if self._all_inside(array):
                 return array.astype(self._dtype, copy=False)
+            inside = (array >= self._low) & (array <= self._high)
             bad = int(np.argwhere(~inside.reshape(count, -1).all(axis=1))[0][0])
             self.decode(array[bad], path)  # raises, naming the value
         return np.stack([self.decode(wire[k], path) for k in range(count)])
 
+    def _all_inside(self, array: np.ndarray) -> bool:
+        """Whether every value of ``array`` is within the bounds (NaN is not)."""
+        if array.dtype == self._dtype and self._dtype_in_bounds:
+            return True
+        if array.size == 0:
+            return True
+        if self._scalar_bounds is not None:
+            low, high = self._scalar_bounds
+            return bool(array.min() >= low and array.max() <= high)  # NaN compares False
+        return bool(((array >= self._low) & (array <= self._high)).all())
+
     def _check_bounds(self, array: np.ndarray, wire: Any, path: str) -> None:
-        inside = (array >= self._low) & (array <= self._high)  # NaN compares False, silently
-        if inside.all():
+        if self._all_inside(array):
             return
+        inside = (array >= self._low) & (array <= self._high)  # NaN compares False, silently
         index = tuple(int(i) for i in np.argwhere(~np.asarray(inside))[0]) if array.ndim else ()
         item = array[index] if index else array
         at = f" at index {index}" if index else ""

@@ -330,8 +330,8 @@ def parse_batch_step(
             f"Invalid message: {BATCH_STEP} needs 'ops', one per session ({sessions}), got {got}",
         )
     for k, op in enumerate(ops):
-        if op is None:
-            continue
+        if op is None or (type(op) is dict and len(op) == 1 and type(op.get("step")) is dict):
+            continue  # the common case, checked cheaply
         if not (
             isinstance(op, dict)
             and len(op.keys() & {"step", "reset"}) == 1

@@ -64,6 +64,9 @@ class MessageType(StrEnum):
     ERROR = "error"
 
 
+# Plain strings for the hot path (an enum member's attribute access costs a descriptor call).
+_OBSERVATION: Final = MessageType.OBSERVATION.value
+
 # --------------------------------------------------------------------------- encoding
 
 
@@ -371,7 +374,7 @@ def observation_message(
     data: dict[str, Any] = {"observation": observation, "reward": reward, "done": done}
     if metadata:
         data["metadata"] = metadata
-    return {"type": MessageType.OBSERVATION.value, "data": data}
+    return {"type": _OBSERVATION, "data": data}
 
 
 def state_reply_message(state: dict[str, Any]) -> dict[str, Any]:

@@ -190,9 +190,16 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
         wire = data.get("action")
         if type(wire) is not int:
             return None
-        fields = self._step_fields(wire)
-        done, reward = fields.pop("done"), fields.pop("reward")
-        return observation_message(fields, reward, done, fields["metadata"])
+        observation, reward, terminated, truncated, info = self._env.step(self._decode_action(wire))
+        self._step_count += 1
+        metadata = json_safe(info) if info else {}
+        fields = {
+            "metadata": metadata,
+            "observation": self._wire_observation(observation),
+            "truncated": bool(truncated),
+            "terminated": bool(terminated),
+        }
+        return observation_message(fields, float(reward), bool(terminated or truncated), metadata)
 
     def _step_fields(self, wire: Any) -> dict[str, Any]:
         value = self._decode_action(wire)
