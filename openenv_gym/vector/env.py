@@ -496,7 +496,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _result_observations(self) -> Any:
         observations = self._buffers.observations
-        return copy.deepcopy(observations) if self.copy else observations
+        if not self.copy:
+            return observations
+        if isinstance(observations, np.ndarray):
+            return observations.copy()  # the usual Box batch: no deepcopy machinery
+        return copy.deepcopy(observations)
 
     def __repr__(self) -> str:
         servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []
