@@ -642,3 +642,30 @@ def test_a_missing_image_is_image_not_found_from_its_node(
         r"not present",
     ):
         OpenEnvVectorEnv(CARTPOLE, 2, fleet=SMALL, image="openenv-gym/no-such:0")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_lost_node_takes_its_containers(
+    cluster: LocalRayCluster, docker_engine: Any, gymnasium_image: str
+) -> None:
+    envs = OpenEnvVectorEnv(
+        CARTPOLE, 2, fleet=SMALL, sessions_per_server=1, image=gymnasium_image, reconnect=True
+    )
+    try:
+        ids = container_ids(envs)
+        envs.reset(seed=0)
+        index, server = server_on_node2(envs, cluster)
+        assert server.location is not None
+        lost = server.location.container_id
+        assert lost is not None
+        cluster.kill_node(1)  # every Ray process of node 2 (SIGKILL): its actors are gone
+        assert not wait_removed(docker_engine, {lost}), "a lost node's container stayed"
+        _, _, _, _, infos = envs.step(envs.action_space.sample())
+        assert infos["_reconnected"][index]  # a new container, on the head
+        assert {loc.node_ip for loc in locations(envs)} == {cluster.ips[0]}
+        ids |= container_ids(envs)
+    finally:
+        envs.close()
+        cluster.restart_node(1)
+    assert not wait_removed(docker_engine, ids, 30.0)
