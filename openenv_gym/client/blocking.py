@@ -291,8 +291,9 @@ class BlockingConnection:
         sock = self._sock
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return True
-        ready, _, _ = select.select([sock], [], [], 0)
-        return bool(ready)
+        poller = select.poll()  # not select(): any descriptor number
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
 
     def _lost(self, how: str, why: str) -> ConnectionLostError:
         return ConnectionLostError(
