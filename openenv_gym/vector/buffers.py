@@ -107,6 +107,16 @@ class BatchBuffers:
         else:
             for k, i in enumerate(indices):
                 self._env_obs[i] = decoded[k]
+        fields = result.fields
+        for name, value in fields.items():
+            if (
+                isinstance(value, np.ndarray)
+                and not value.flags.writeable
+                and name != self.codec.key
+            ):
+                # A view of the server's shared memory, rewritten at the next request: a
+                # field that may reach an info keeps a copy (the observation is in the buffer).
+                fields[name] = value.copy()
         return indices
 
     def take_steps(

@@ -200,6 +200,16 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._reset_kwargs = template.reset_kwargs
         servers.set_options(template.connect_options)
         servers.truncated_key = self._observation_codec.truncated_key
+        self._buffers = BatchBuffers(
+            self._observation_codec,
+            num_envs,
+            autoreset_mode=self.autoreset_mode,
+            max_episode_steps=max_episode_steps,
+            add_info=self._add_info,
+            where=lambda index: self._fleet.urls[index],
+        )
+        # Rows of one array batch are copied into the buffer before the next request.
+        servers.borrow_shared = self._buffers.stacked
         self._closed = False
         try:
             if per_server < num_envs:
@@ -213,14 +223,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.single_action_space = self._action_codec.space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._buffers = BatchBuffers(
-            self._observation_codec,
-            num_envs,
-            autoreset_mode=self.autoreset_mode,
-            max_episode_steps=max_episode_steps,
-            add_info=self._add_info,
-            where=lambda index: self._fleet.urls[index],
-        )
         self._plain_reset = reset_message(**self._reset_kwargs)["data"]
 
     # ------------------------------------------------------------------ gymnasium API

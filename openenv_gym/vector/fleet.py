@@ -74,6 +74,9 @@ class Fleet:
         self.batch = batch and encoding != "json"
         #: The ``x-truncated-key`` observation field (SAME_STEP autoreset on the server).
         self.truncated_key: str | None = None
+        #: Shared-memory arrays are read as views (the vector env copies every row into its
+        #: batch buffer before the next request).
+        self.borrow_shared = False
         #: The server URL of each sub-env.
         self.urls: list[str] = []
         #: The open connections.
@@ -190,7 +193,13 @@ class Fleet:
             return
         needed = {url: len(group) for url, group in groups.items()}
         known = self.check_capacity(needed) if check_capacity else set()
-        opener = Opener(self.connect_options, self.encoding, self.batch, self.truncated_key)
+        opener = Opener(
+            self.connect_options,
+            self.encoding,
+            self.batch,
+            self.truncated_key,
+            borrow_shared=self.borrow_shared,
+        )
         outcomes: list[list[Channel] | BaseException] = []
         for url, group in groups.items():
             try:

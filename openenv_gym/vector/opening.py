@@ -78,12 +78,16 @@ class Opener:
             batching).
         batch: Offer ``openenv-gym.batch.v1``.
         truncated_key: The ``x-truncated-key`` field (SAME_STEP autoreset on the server).
+        borrow_shared: Read shared-memory arrays as views (see
+            :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`): the caller copies
+            every row out before its next request.
     """
 
     options: Mapping[str, Any]
     encoding: str
     batch: bool
     truncated_key: str | None
+    borrow_shared: bool = False
 
     @property
     def reply_timeout(self) -> float:
@@ -246,7 +250,7 @@ class Opener:
             close_all(connections)
             raise failure if failure is not None else SessionsRefusedError(refused)
         return [
-            Channel(c, chunk, SharedArrayReader() if agreed else None)
+            Channel(c, chunk, SharedArrayReader(borrow=self.borrow_shared) if agreed else None)
             for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
         ]
 

@@ -146,3 +146,23 @@ def test_stale_files_of_dead_processes_are_removed() -> None:
         for path in (stale, mine):
             if os.path.exists(path):
                 os.unlink(path)
+
+
+def test_a_borrowing_reader_gives_read_only_views_a_plain_one_copies() -> None:
+    """A vector env borrows (it copies the rows into its buffer before the next request);
+    anything else gets a copy the server's next write cannot change."""
+    with SharedArrayWriter() as writer:
+        descriptor = writer.put("pixels", [np.full((4, 4), 1, np.uint8)] * 2)
+        with SharedArrayReader(borrow=True) as borrowing, SharedArrayReader() as copying:
+            view = borrowing.array(descriptor)
+            copy = copying.array(descriptor)
+            assert not view.flags.writeable
+            assert copy.flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                view[0, 0, 0] = 9
+            again = writer.put("pixels", [np.full((4, 4), 7, np.uint8)] * 2)  # the next step
+            assert again["shm"] == descriptor["shm"]
+            assert view.max() == 7  # a view follows the file
+            assert copy.max() == 1  # a copy does not
+        # closing while a view is alive does not raise (the mapping goes with the view)
+        assert view.max() == 7
