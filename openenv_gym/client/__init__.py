@@ -1,6 +1,7 @@
 """The client side of the wire: the event loop, WebSocket sessions, HTTP calls, capacity.
 
-* :mod:`.blocking`: a WebSocket connection over a blocking socket (no event loop), and
+* :mod:`.blocking`: a WebSocket connection over a blocking socket (no event loop; the socket
+  from :mod:`.sockets`: TCP or Unix, HTTP proxy, TLS), and
   :mod:`.exchange`: one round trip on many of them (:func:`exchange_many`);
   :mod:`.keepalive`: the thread that answers the pings of idle connections.
 * :mod:`.sync_session`: :class:`SyncSession`, a single env's session.

@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import collections
 import contextlib
 import select
@@ -37,16 +36,16 @@ from collections.abc import Mapping, Sequence
 from typing import Final, NoReturn
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidHandshake, InvalidProxy, InvalidStatus, InvalidURI
+from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import State
-from websockets.proxy import Proxy, get_proxy, parse_proxy
 from websockets.typing import Subprotocol
-from websockets.uri import WebSocketURI, parse_uri
+from websockets.uri import parse_uri
 
 from openenv_gym.client import keepalive
-from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
+from openenv_gym.client.http import auth_error, auth_headers, resolve_token
+from openenv_gym.client.sockets import open_socket
 from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     ConnectionLostError,
@@ -156,16 +155,8 @@ class BlockingConnection:
             request.headers[name] = value
         protocol.send_request(request)
         deadline = time.monotonic() + connect_timeout
-        proxy = None if unix_path is not None or is_loopback_url(url) else _proxy_for(uri, url)
-        if proxy is None:
-            sock = _connect_socket(uri.host, uri.port, unix_path, connect_timeout, url)
-        else:
-            sock = _connect_socket(proxy.host, proxy.port, None, connect_timeout, url)
+        sock = open_socket(uri, url, unix_path=unix_path, timeout=connect_timeout)
         try:
-            if proxy is not None:
-                _tunnel(sock, proxy, f"{uri.host}:{uri.port}", deadline, url)
-            if uri.secure:
-                sock = _start_tls(sock, uri.host, url)
             sock.sendall(b"".join(protocol.data_to_send()))
             response, frames = _read_handshake(sock, protocol, deadline, url, connect_timeout)
         except BaseException:
@@ -368,121 +359,6 @@ def ws_url_or_raise(base_url: str) -> str:
         return http_to_ws_url(base_url)
     except ValueError as exc:
         raise ServerConnectionError(str(exc), url=str(base_url)) from exc
-
-
-def _connect_socket(
-    host: str, port: int, unix_path: str | None, timeout: float, url: str
-) -> socket.socket:
-    try:
-        if unix_path is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(unix_path)
-            except BaseException:
-                sock.close()
-                raise
-        else:
-            sock = socket.create_connection((host, port), timeout=timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except TimeoutError as exc:
-        raise ServerConnectionError(
-            f"could not open {url} within {timeout:g}s. Check that the server is up and "
-            "reachable, or raise connect_timeout.",
-            url=url,
-        ) from exc
-    except OSError as exc:
-        raise ServerConnectionError(
-            f"could not connect to {url}: {exc.strerror or exc}. Is an OpenEnv server running "
-            "there? Start one with `openenv-gym serve ...`, or leave base_url unset to let "
-            "openenv-gym start an embedded server.",
-            url=url,
-        ) from exc
-    return sock
-
-
-def _proxy_for(uri: WebSocketURI, url: str) -> Proxy | None:
-    """The HTTP proxy the environment configures for ``uri`` (``HTTPS_PROXY``, ...).
-
-    Raises:
-        ServerConnectionError: The proxy is not an ``http://`` one (SOCKS, or TLS to the
-            proxy itself), which this client does not speak.
-    """
-    address = get_proxy(uri)
-    if address is None:
-        return None
-    try:
-        proxy = parse_proxy(address)
-    except InvalidProxy as exc:
-        raise ServerConnectionError(
-            f"the proxy configured for {url} is not valid ({exc}); fix HTTP(S)_PROXY / "
-            "ALL_PROXY, or add the host to NO_PROXY",
-            url=url,
-        ) from exc
-    if proxy.scheme != "http":
-        raise ServerConnectionError(
-            f"the proxy configured for {url} is {address!r}; openenv-gym reaches servers "
-            "through http:// proxies (HTTP CONNECT) only. Use an http:// proxy, or add the "
-            "host to NO_PROXY.",
-            url=url,
-        )
-    return proxy
-
-
-def _tunnel(sock: socket.socket, proxy: Proxy, target: str, deadline: float, url: str) -> None:
-    """Ask the HTTP proxy on ``sock`` for a tunnel to ``target`` (``host:port``).
-
-    Raises:
-        ServerConnectionError: The proxy refused, or did not answer in time.
-    """
-    lines = [f"CONNECT {target} HTTP/1.1", f"Host: {target}"]
-    if proxy.user_info is not None:
-        credentials = base64.b64encode(":".join(proxy.user_info).encode()).decode()
-        lines.append(f"Proxy-Authorization: Basic {credentials}")
-    response = b""
-    try:
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        while b"\r\n\r\n" not in response and len(response) < 65536:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            data = sock.recv(4096)  # the proxy says nothing after its headers until we do
-            if not data:
-                break
-            response += data
-    except OSError as exc:
-        sock.close()
-        raise ServerConnectionError(
-            f"the HTTP proxy {proxy.host}:{proxy.port} did not open a tunnel to {url} ({exc})",
-            url=url,
-        ) from exc
-    status = response.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = status.split()
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or parts[1] != "200":
-        sock.close()
-        raise ServerConnectionError(
-            f"the HTTP proxy {proxy.host}:{proxy.port} refused a tunnel to {url}: "
-            f"{status or 'no answer'!r}",
-            url=url,
-        )
-
-
-def _start_tls(sock: socket.socket, host: str, url: str) -> ssl.SSLSocket:
-    """TLS over ``sock`` for a ``wss://`` URL, checked against the system's trusted
-    certificates (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` name others)."""
-    try:
-        return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-    except ssl.SSLCertVerificationError as exc:
-        sock.close()
-        raise ServerConnectionError(
-            f"the TLS certificate of {url} was refused ({exc.verify_message}). If the server "
-            "uses a certificate of your own authority, point SSL_CERT_FILE at it.",
-            url=url,
-        ) from exc
-    except (OSError, ValueError) as exc:
-        sock.close()
-        raise ServerConnectionError(
-            f"the TLS handshake with {url} failed ({exc}); is the server serving wss://?",
-            url=url,
-        ) from exc
 
 
 def _read_handshake(
