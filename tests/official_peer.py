@@ -19,17 +19,20 @@ from typing import Any
 
 
 @contextmanager
-def serve_official_app(app: Any, port: int = 0, ws: str = "websockets-sansio") -> Iterator[str]:
+def serve_official_app(
+    app: Any, port: int = 0, ws: str = "websockets-sansio", **config: Any
+) -> Iterator[str]:
     """Run ``app`` (a FastAPI app of the official package) on 127.0.0.1; yield its URL.
 
-    ``port=0`` takes a free port; ``ws`` is uvicorn's WebSocket implementation.
+    ``port=0`` takes a free port; ``ws`` is uvicorn's WebSocket implementation; ``config``
+    goes to ``uvicorn.Config`` (e.g. ``ws_ping_interval``).
     """
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws=ws))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws=ws, **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -109,6 +109,7 @@ class Settings:
         warmup: Warm-up before each timed window.
         servers: Our server processes per env (sessions are spread over them).
         workers: ``--workers`` per server process (``None``: the server's default).
+        busy_poll_us: ``--busy-poll-us`` of our servers (``0``: off, their default).
         contenders: Contender keys to run (``None``: all).
         seed: The action stream seed.
     """
@@ -119,6 +120,7 @@ class Settings:
     warmup: float = 0.5
     servers: int = 1
     workers: int | None = None
+    busy_poll_us: int = 0
     contenders: Sequence[str] | None = None
     seed: int = 0
 
@@ -172,6 +174,8 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     serve_args = list(spec.serve_args)
     if settings.workers is not None:
         serve_args += ["--workers", str(settings.workers)]
+    if settings.busy_poll_us:
+        serve_args += ["--busy-poll-us", str(settings.busy_poll_us)]
     with ExitStack() as stack:
         try:
             for _ in range(settings.servers):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from openenv_gym.cli.arguments import positive_int, positive_seconds
+from openenv_gym.cli.arguments import microseconds, positive_int, positive_seconds
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
 ENV_NAMES: Final = ("CartPole", "Pong")
@@ -160,6 +160,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: auto)",
     )
     parser.add_argument(
+        "--busy-poll-us",
+        type=microseconds,
+        default=0,
+        metavar="US",
+        help="--busy-poll-us for our servers: spin up to US microseconds after each reply "
+        "(helps a tight loop when a core is free for it; default: 0, off)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -202,6 +210,7 @@ def conflicts(args: argparse.Namespace) -> str:
             ("--envs", args.envs is not None),
             ("--servers", args.servers != 1),
             ("--workers", args.workers is not None),
+            ("--busy-poll-us", bool(args.busy_poll_us)),
         )
         if given
     ]

@@ -39,6 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         warmup=args.warmup if args.warmup is not None else min(MAX_WARMUP, seconds / 6),
         servers=int(args.servers),
         workers=workers("auto") if args.workers is None else int(args.workers),
+        busy_poll_us=int(args.busy_poll_us),
         contenders=args.contenders,
     )
 
@@ -87,6 +88,8 @@ def describe(settings: Settings) -> str:
     ]
     if settings.workers:
         words.append(f"--workers {settings.workers}")
+    if settings.busy_poll_us:
+        words.append(f"--busy-poll-us {settings.busy_poll_us}")
     if settings.contenders:
         words.append(f"--contenders {','.join(settings.contenders)}")
     return "`" + " ".join(words) + "`"

@@ -79,6 +79,10 @@ port_number = int_argument("a port number", minimum=0, maximum=65535, bound="a p
 positive_seconds = float_argument(
     "a number of seconds", minimum=0.0, exclusive_minimum=True, bound="a positive number of seconds"
 )
+#: Microseconds, ``0..100000`` (``--busy-poll-us``).
+microseconds = int_argument(
+    "a number of microseconds", minimum=0, maximum=100_000, bound="microseconds in 0..100000"
+)
 #: ``[0, 1]``.
 probability = float_argument(
     "a probability", minimum=0.0, maximum=1.0, bound="a probability in [0, 1]"

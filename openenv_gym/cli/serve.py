@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from openenv_gym.cli.arguments import int_argument, port_number, positive_int, positive_seconds
+from openenv_gym.cli.arguments import microseconds, port_number, positive_int, positive_seconds
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
 from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
 from openenv_gym.client import TOKEN_ENV_VAR
@@ -211,7 +211,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--busy-poll-us",
-        type=_busy_poll_us,
+        type=microseconds,
         default=round(DEFAULT_BUSY_POLL * 1e6),
         metavar="US",
         help="after a reply, spin up to US microseconds for the next request instead of "
@@ -242,12 +242,6 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         choices=["debug", "info", "warning", "error"],
         help="server log level, logged to stderr (default: warning)",
     )
-
-
-#: ``--busy-poll-us``: ``0`` (off) to 100 ms.
-_busy_poll_us = int_argument(
-    "a number of microseconds", minimum=0, maximum=100_000, bound="microseconds in 0..100000"
-)
 
 
 def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,14 +1,16 @@
 """The client side of the wire: the event loop, WebSocket sessions, HTTP calls, capacity.
 
-* :mod:`.loop`: the process's one background event loop (:func:`background_loop`,
-  :func:`run_sync`).
-* :mod:`.session`: WebSocket sessions on an event loop (:class:`Session`,
-  :func:`exchange_many`); :mod:`.sync_session`: :class:`SyncSession` for synchronous code,
-  over a blocking socket (:mod:`.blocking`).
+* :mod:`.blocking`: a WebSocket connection over a blocking socket (no event loop), and
+  :mod:`.exchange`: one round trip on many of them (:func:`exchange_many`);
+  :mod:`.keepalive`: the thread that answers the pings of idle connections.
+* :mod:`.sync_session`: :class:`SyncSession`, a single env's session.
+* :mod:`.session`: WebSocket sessions on an event loop (:class:`Session`), for HTTP proxies;
+  :mod:`.loop`: event loops for them (:func:`background_loop`, :func:`run_sync`).
 * :mod:`.http`: ``GET /health``, ``/schema``, ... and bearer tokens.
 * :mod:`.capacity`: ``GET /capacity`` and the error for too few session slots.
 """
 
+from openenv_gym.client.exchange import exchange_many
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
     TOKEN_ENV_VAR,
@@ -27,7 +29,6 @@ from openenv_gym.client.session import (
     ENCODINGS,
     Session,
     check_encoding,
-    exchange_many,
 )
 from openenv_gym.client.sync_session import SyncSession
 

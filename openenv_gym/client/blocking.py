@@ -1,14 +1,21 @@
 """A blocking WebSocket connection: ``websockets``' sans-I/O protocol over a plain socket.
 
-A single env steps one request at a time, so it needs no event loop at all: a ``step`` is a
-``send`` and a ``recv`` system call in the caller's thread, framed by ``websockets``'
-sans-I/O :class:`~websockets.client.ClientProtocol` (its public API: ``connect``,
-``send_request``, ``send_text``, ``receive_data``, ``events_received``,
-``data_to_send``). No thread hop, no task, no future per step.
+Envs step one request at a time per connection, so they need no event loop at all: a
+``step`` is a ``send`` and a ``recv`` system call in the caller's thread, framed by
+``websockets``' sans-I/O :class:`~websockets.client.ClientProtocol` (its public API:
+``connect``, ``send_request``, ``send_text``, ``receive_data``, ``events_received``,
+``data_to_send``). No thread hop, no task, no future per step. A vector env sends on all
+its connections first, then reads each reply (:mod:`openenv_gym.client.exchange`).
+``wss://`` URLs go over TLS (:mod:`ssl`, the system's trusted certificates).
 
 Timeouts: ``connect_timeout`` bounds connecting and the handshake; ``reply_timeout`` each
 reply. A reply that does not come in time closes the connection (a late reply would be
 paired with the next request).
+
+Keepalive: servers ping (official ones every ~20 s) and drop a connection that does not
+answer. A connection reads, and so answers pings, only while it waits for a reply; while
+a learner trains for a minute the :mod:`openenv_gym.client.keepalive` thread answers for it
+(:meth:`BlockingConnection.answer_pings`, under :attr:`BlockingConnection.lock`).
 
 Example:
     >>> connection = BlockingConnection.open("http://127.0.0.1:8000")  # doctest: +SKIP
@@ -18,30 +25,44 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import collections
 import contextlib
+import select
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final, NoReturn
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import InvalidHandshake, InvalidProxy, InvalidStatus, InvalidURI
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import State
+from websockets.proxy import Proxy, get_proxy, parse_proxy
 from websockets.typing import Subprotocol
-from websockets.uri import parse_uri
+from websockets.uri import WebSocketURI, parse_uri
 
-from openenv_gym.client.http import auth_error, auth_headers, resolve_token
+from openenv_gym.client import keepalive
+from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
 from openenv_gym.errors import (
+    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
 )
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL
+from openenv_gym.wire.messages import http_to_ws_url
 
 _CHUNK: Final = 256 * 1024
+#: The handshake response header naming the server process (see
+#: :attr:`BlockingConnection.worker`).
+WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 
 
 class BlockingConnection:
@@ -58,16 +79,28 @@ class BlockingConnection:
         *,
         url: str,
         reply_timeout: float,
+        unix_path: str | None = None,
     ) -> None:
         self._sock = sock
         self._protocol = protocol
         self._response = response
-        self._pending: list[str | bytes] = []
+        self._pending: collections.deque[str | bytes] = collections.deque()
         self._fragments: list[bytes] = []
         self._fragment_text = False
         self.url = url
+        #: The Unix socket the connection goes through, or ``None`` (TCP).
+        self.unix_path = unix_path
         self.reply_timeout = reply_timeout
         self.closed = False
+        #: Held while a thread uses the connection (the keepalive thread only tries it).
+        self.lock = threading.Lock()
+        #: ``time.monotonic()`` of the last send or receive.
+        self.last_active = time.monotonic()
+        subprotocol = protocol.subprotocol
+        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
+        self.binary = subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+        #: Whether this connection carries K sessions (``openenv-gym.batch.v1`` was agreed).
+        self.batch = subprotocol == BATCH_SUBPROTOCOL
 
     @property
     def subprotocol(self) -> str | None:
@@ -78,6 +111,12 @@ class BlockingConnection:
     def headers(self) -> Mapping[str, str]:
         """The headers of the server's handshake response."""
         return self._response.headers
+
+    @property
+    def worker(self) -> str | None:
+        """The server process that took the connection (our servers name it in the
+        ``X-OpenEnv-Gym-Worker`` handshake header), ``None`` when not named."""
+        return self._response.headers.get(WORKER_HEADER)
 
     @classmethod
     def open(
@@ -92,7 +131,8 @@ class BlockingConnection:
         token: str | None = None,
         unix_path: str | None = None,
     ) -> BlockingConnection:
-        """Connect to the ``ws://`` URL ``url`` (through ``unix_path`` when given).
+        """Connect to the ``ws://`` or ``wss://`` URL ``url`` (through ``unix_path`` when
+        given), and have :mod:`~openenv_gym.client.keepalive` answer its pings while idle.
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -106,10 +146,6 @@ class BlockingConnection:
                 f"{url!r} is not a valid server URL ({exc}); expected e.g. 'http://127.0.0.1:8000'",
                 url=url,
             ) from exc
-        if uri.secure:
-            raise ServerConnectionError(
-                f"{url}: wss:// is served by the asyncio client, not the blocking one", url=url
-            )
         protocol = ClientProtocol(
             uri,
             subprotocols=[Subprotocol(p) for p in subprotocols] or None,
@@ -120,8 +156,16 @@ class BlockingConnection:
             request.headers[name] = value
         protocol.send_request(request)
         deadline = time.monotonic() + connect_timeout
-        sock = _connect_socket(uri.host, uri.port, unix_path, connect_timeout, url)
+        proxy = None if unix_path is not None or is_loopback_url(url) else _proxy_for(uri, url)
+        if proxy is None:
+            sock = _connect_socket(uri.host, uri.port, unix_path, connect_timeout, url)
+        else:
+            sock = _connect_socket(proxy.host, proxy.port, None, connect_timeout, url)
         try:
+            if proxy is not None:
+                _tunnel(sock, proxy, f"{uri.host}:{uri.port}", deadline, url)
+            if uri.secure:
+                sock = _start_tls(sock, uri.host, url)
             sock.sendall(b"".join(protocol.data_to_send()))
             response, frames = _read_handshake(sock, protocol, deadline, url, connect_timeout)
         except BaseException:
@@ -130,10 +174,13 @@ class BlockingConnection:
         if protocol.handshake_exc is not None or response is None:
             sock.close()
             _raise_handshake_error(protocol.handshake_exc, url, token)
-        connection = cls(sock, protocol, response, url=url, reply_timeout=reply_timeout)
+        connection = cls(
+            sock, protocol, response, url=url, reply_timeout=reply_timeout, unix_path=unix_path
+        )
         for frame in frames:
             connection._take_frame(frame)
         connection._take_events()
+        keepalive.watch(connection)
         return connection
 
     def send(self, frame: str | bytes) -> None:
@@ -154,56 +201,103 @@ class BlockingConnection:
                 f"the connection to {self.url} is closing; the server ended the session",
                 url=self.url,
             )
-        self._protocol.send_text(frame.encode() if isinstance(frame, str) else frame)
-        try:
-            self._sock.sendall(b"".join(self._protocol.data_to_send()))
-        except OSError as exc:
-            raise ConnectionLostError(
-                f"the connection to {self.url} broke while sending ({exc})", url=self.url
-            ) from exc
+        with self.lock:
+            self.last_active = time.monotonic()
+            self._protocol.send_text(frame.encode() if isinstance(frame, str) else frame)
+            try:
+                self._sock.sendall(b"".join(self._protocol.data_to_send()))
+            except OSError as exc:
+                raise ConnectionLostError(
+                    f"the connection to {self.url} broke while sending ({exc})", url=self.url
+                ) from exc
 
-    def receive(self) -> str | bytes:
+    def receive(self, deadline: float | None = None) -> str | bytes:
         """The next message (``str`` for text, ``bytes`` for binary frames).
 
-        Raises:
-            ReplyTimeoutError: None within ``reply_timeout`` (the connection is closed).
-            ConnectionLostError: The connection closed (it is closed).
-        """
-        deadline = time.monotonic() + self.reply_timeout
-        while not self._pending:
-            if self.closed:
-                raise SessionClosedError(f"the session to {self.url} is closed")
-            self._sock.settimeout(max(0.0, deadline - time.monotonic()))
-            try:
-                data = self._sock.recv(_CHUNK)
-            except TimeoutError as exc:
-                self.abort()
-                raise ReplyTimeoutError(
-                    f"no reply from {self.url} within {self.reply_timeout:g}s; the session "
-                    "was closed (a late reply would be paired with the wrong request). Raise "
-                    "reply_timeout if the environment is slow.",
-                    url=self.url,
-                    timeout=self.reply_timeout,
-                ) from exc
-            except OSError as exc:
-                self.abort()
-                raise self._lost(f"it broke ({exc})") from exc
-            if data:
-                self._protocol.receive_data(data)
-            else:
-                self._protocol.receive_eof()
-            self._take_events()
-            if not self._pending and self._protocol.state is State.CLOSED:
-                close = self._protocol.close_rcvd
-                self.abort()
-                why = f"code {close.code}, reason {close.reason!r}" if close else "no close frame"
-                raise self._lost(f"it closed ({why})")
-        return self._pending.pop(0)
+        Args:
+            deadline: ``time.monotonic()`` by which it must have come; default: now plus
+                ``reply_timeout``. A vector env gives all its connections one deadline.
 
-    def _lost(self, how: str) -> ConnectionLostError:
+        Raises:
+            ReplyTimeoutError: None by the deadline (the connection is closed).
+            ConnectionLostError: The connection closed (it is closed).
+            SessionClosedError: The connection was closed before.
+        """
+        with self.lock:
+            if deadline is None:
+                deadline = time.monotonic() + self.reply_timeout
+            while not self._pending:
+                if self.closed:
+                    raise SessionClosedError(f"the session to {self.url} is closed")
+                self._read(max(0.001, deadline - time.monotonic()))
+            self.last_active = time.monotonic()
+            return self._pending.popleft()
+
+    def _read(self, timeout: float) -> None:
+        """One ``recv`` (waiting up to ``timeout``), fed to the protocol.
+
+        Raises:
+            ReplyTimeoutError, ConnectionLostError: As :meth:`receive` (the connection is
+                closed).
+        """
+        self._sock.settimeout(timeout)
+        try:
+            data = self._sock.recv(_CHUNK)
+        except TimeoutError as exc:
+            self.abort()
+            raise ReplyTimeoutError(
+                f"no reply from {self.url} within {self.reply_timeout:g}s; the session "
+                "was closed (a late reply would be paired with the wrong request). Raise "
+                "reply_timeout if the environment is slow.",
+                url=self.url,
+                timeout=self.reply_timeout,
+            ) from exc
+        except OSError as exc:
+            self.abort()
+            raise self._lost("broke", str(exc)) from exc
+        if data:
+            self._protocol.receive_data(data)
+        else:
+            self._protocol.receive_eof()
+        self._take_events()
+        if not self._pending and self._protocol.state is State.CLOSED:
+            close = self._protocol.close_rcvd
+            self.abort()
+            why = f"code {close.code}, reason {close.reason!r}" if close else "no close frame"
+            raise self._lost("closed", why)
+
+    def answer_pings(self) -> None:
+        """Read what the server sent without waiting, so the protocol answers its pings.
+
+        Called by the keepalive thread with :attr:`lock` held, on an idle connection.
+        A message that arrives is kept for :meth:`receive`; a connection that closed is
+        left for :meth:`receive` to report. Never raises.
+        """
+        if self.closed or self._protocol.state is State.CLOSED:
+            return
+        try:
+            while self._readable():
+                data = self._sock.recv(_CHUNK)
+                if not data:
+                    self._protocol.receive_eof()
+                    self._take_events()
+                    return
+                self._protocol.receive_data(data)
+                self._take_events()
+        except (OSError, ValueError):  # broken, or closed meanwhile: receive() reports it
+            return
+
+    def _readable(self) -> bool:
+        sock = self._sock
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        ready, _, _ = select.select([sock], [], [], 0)
+        return bool(ready)
+
+    def _lost(self, how: str, why: str) -> ConnectionLostError:
         return ConnectionLostError(
-            f"the connection to {self.url} {how} while waiting for a reply. The server may "
-            "have stopped or dropped the session.",
+            f"the connection to {self.url} {how} while waiting for a reply ({why}). The "
+            "server may have stopped or dropped the session.",
             url=self.url,
         )
 
@@ -234,6 +328,7 @@ class BlockingConnection:
     def abort(self) -> None:
         """Drop the connection at once. Idempotent, never raises."""
         self.closed = True
+        keepalive.forget(self)
         with contextlib.suppress(OSError):
             self._sock.close()
 
@@ -242,13 +337,36 @@ class BlockingConnection:
         WebSocket and the socket. Idempotent, never raises."""
         if self.closed:
             return
-        with contextlib.suppress(OSError):
+        with self.lock, contextlib.suppress(OSError):
             if farewell is not None and self._protocol.state is State.OPEN:
                 self._protocol.send_text(farewell.encode())
             if self._protocol.state is State.OPEN:
                 self._protocol.send_close(1000)
             self._sock.sendall(b"".join(self._protocol.data_to_send()))
         self.abort()
+
+
+def binary_refused(url: str) -> BinaryEncodingRefusedError:
+    """The error for ``encoding="binary"`` against a server that did not agree to it."""
+    return BinaryEncodingRefusedError(
+        f"the server at {url} did not accept the binary observation encoding "
+        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
+        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
+        "or encoding='json'.",
+        url=url,
+    )
+
+
+def ws_url_or_raise(base_url: str) -> str:
+    """The ``ws://`` (``wss://``) URL of the session endpoint of ``base_url``.
+
+    Raises:
+        ServerConnectionError: ``base_url`` is not an http(s)/ws(s) URL.
+    """
+    try:
+        return http_to_ws_url(base_url)
+    except ValueError as exc:
+        raise ServerConnectionError(str(exc), url=str(base_url)) from exc
 
 
 def _connect_socket(
@@ -280,6 +398,90 @@ def _connect_socket(
             url=url,
         ) from exc
     return sock
+
+
+def _proxy_for(uri: WebSocketURI, url: str) -> Proxy | None:
+    """The HTTP proxy the environment configures for ``uri`` (``HTTPS_PROXY``, ...).
+
+    Raises:
+        ServerConnectionError: The proxy is not an ``http://`` one (SOCKS, or TLS to the
+            proxy itself), which this client does not speak.
+    """
+    address = get_proxy(uri)
+    if address is None:
+        return None
+    try:
+        proxy = parse_proxy(address)
+    except InvalidProxy as exc:
+        raise ServerConnectionError(
+            f"the proxy configured for {url} is not valid ({exc}); fix HTTP(S)_PROXY / "
+            "ALL_PROXY, or add the host to NO_PROXY",
+            url=url,
+        ) from exc
+    if proxy.scheme != "http":
+        raise ServerConnectionError(
+            f"the proxy configured for {url} is {address!r}; openenv-gym reaches servers "
+            "through http:// proxies (HTTP CONNECT) only. Use an http:// proxy, or add the "
+            "host to NO_PROXY.",
+            url=url,
+        )
+    return proxy
+
+
+def _tunnel(sock: socket.socket, proxy: Proxy, target: str, deadline: float, url: str) -> None:
+    """Ask the HTTP proxy on ``sock`` for a tunnel to ``target`` (``host:port``).
+
+    Raises:
+        ServerConnectionError: The proxy refused, or did not answer in time.
+    """
+    lines = [f"CONNECT {target} HTTP/1.1", f"Host: {target}"]
+    if proxy.user_info is not None:
+        credentials = base64.b64encode(":".join(proxy.user_info).encode()).decode()
+        lines.append(f"Proxy-Authorization: Basic {credentials}")
+    response = b""
+    try:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        while b"\r\n\r\n" not in response and len(response) < 65536:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            data = sock.recv(4096)  # the proxy says nothing after its headers until we do
+            if not data:
+                break
+            response += data
+    except OSError as exc:
+        sock.close()
+        raise ServerConnectionError(
+            f"the HTTP proxy {proxy.host}:{proxy.port} did not open a tunnel to {url} ({exc})",
+            url=url,
+        ) from exc
+    status = response.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = status.split()
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or parts[1] != "200":
+        sock.close()
+        raise ServerConnectionError(
+            f"the HTTP proxy {proxy.host}:{proxy.port} refused a tunnel to {url}: "
+            f"{status or 'no answer'!r}",
+            url=url,
+        )
+
+
+def _start_tls(sock: socket.socket, host: str, url: str) -> ssl.SSLSocket:
+    """TLS over ``sock`` for a ``wss://`` URL, checked against the system's trusted
+    certificates (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` name others)."""
+    try:
+        return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+    except ssl.SSLCertVerificationError as exc:
+        sock.close()
+        raise ServerConnectionError(
+            f"the TLS certificate of {url} was refused ({exc.verify_message}). If the server "
+            "uses a certificate of your own authority, point SSL_CERT_FILE at it.",
+            url=url,
+        ) from exc
+    except (OSError, ValueError) as exc:
+        sock.close()
+        raise ServerConnectionError(
+            f"the TLS handshake with {url} failed ({exc}); is the server serving wss://?",
+            url=url,
+        ) from exc
 
 
 def _read_handshake(
@@ -345,4 +547,4 @@ def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -
     raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
-__all__ = ["BlockingConnection"]
+__all__ = ["WORKER_HEADER", "BlockingConnection", "binary_refused", "ws_url_or_raise"]

@@ -1,4 +1,8 @@
-"""WebSocket sessions to OpenEnv servers, used on the background loop (:mod:`.loop`).
+"""WebSocket sessions on an asyncio event loop (:mod:`.loop`), for the rare paths that need one.
+
+Envs talk over blocking connections (:mod:`.blocking`); a :class:`Session` serves a single
+env whose server is reached through an HTTP proxy (``websockets``' asyncio client speaks
+HTTP and SOCKS proxies), and code that already runs an event loop.
 
 Every network call has a timeout: opening a connection (``connect_timeout``) and waiting
 for each reply (``reply_timeout``). A reply that does not come in time closes the session:
@@ -37,6 +41,7 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
+from openenv_gym.client.blocking import WORKER_HEADER, binary_refused, ws_url_or_raise
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
     auth_error,
@@ -45,10 +50,8 @@ from openenv_gym.client.http import (
     resolve_token,
 )
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
-    OpenEnvGymError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
@@ -61,14 +64,10 @@ from openenv_gym.wire.messages import (
     StateReply,
     close_message,
     encode_message,
-    http_to_ws_url,
     parse_server_message,
     parse_server_object,
 )
-from openenv_gym.wire.wsframes import send_frame
 
-#: The handshake response header naming the server process (see :attr:`Session.worker`).
-WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 2**20
 #: The values of ``encoding=``.
@@ -244,13 +243,7 @@ class Session:
         session = cls(connection, url=url, reply_timeout=reply_timeout, unix_path=unix_path)
         if encoding == "binary" and not session.binary:
             await session.close()
-            raise BinaryEncodingRefusedError(
-                f"the server at {url} did not accept the binary observation encoding "
-                f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-                "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-                "or encoding='json'.",
-                url=url,
-            )
+            raise binary_refused(url)
         return session
 
     async def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
@@ -278,7 +271,7 @@ class Session:
             )
         # A refused session sends an error frame, then closes: read what is queued.
         with contextlib.suppress(ConnectionClosed):
-            await send_frame(self._connection, frame)
+            await self._connection.send(frame, text=True)
         try:
             # asyncio.timeout, not wait_for: no task per reply (it costs ~10% of a CartPole step).
             async with asyncio.timeout(self.reply_timeout):
@@ -327,99 +320,6 @@ class Session:
             await asyncio.wait_for(self._connection.close(), 2.0)
 
 
-async def send_many(
-    sessions: Sequence[Session], frames: Sequence[str | bytes]
-) -> list[OpenEnvGymError | None]:
-    """Send ``frames[i]`` on ``sessions[i]`` for every i and return at once.
-
-    The returned list is what :func:`receive_many` fills: a ``SessionClosedError`` for a
-    session closed before (nothing sent), ``None`` for a frame sent.
-    """
-    sent: list[OpenEnvGymError | None] = [None] * len(sessions)
-    for i, session in enumerate(sessions):
-        if session.closed:
-            sent[i] = SessionClosedError(f"the session to {session.url} is closed")
-            continue
-        # A refused session sends an error frame, then closes: its reply is still queued.
-        with contextlib.suppress(ConnectionClosed):
-            await send_frame(session._connection, frames[i])
-    return sent
-
-
-async def receive_many(
-    sessions: Sequence[Session], sent: Sequence[OpenEnvGymError | None], timeout: float
-) -> list[str | bytes | OpenEnvGymError]:
-    """Collect one reply per session of :func:`send_many` (``sent`` is what it returned).
-
-    Failures are returned in place of the reply, never raised, so one broken session does
-    not hide the others' replies:
-
-    * ``SessionClosedError``: the session was closed before (nothing was sent);
-    * ``ReplyTimeoutError``: no reply within ``timeout`` seconds (the session is closed: a
-      late reply would be paired with the next request);
-    * ``ConnectionLostError``: the connection closed (the session is closed).
-    """
-    results: list[str | bytes | OpenEnvGymError | None] = list(sent)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    pending = 0
-    try:
-        # One deadline for the whole batch (a timeout context per reply costs more than a
-        # CartPole step); on expiry the current await is cancelled and the rest time out.
-        async with asyncio.timeout_at(deadline):
-            for pending, session in enumerate(sessions):
-                if results[pending] is not None:
-                    continue
-                try:
-                    results[pending] = await session._connection.recv()
-                except ConnectionClosed as exc:
-                    await session._abort()
-                    results[pending] = _lost(session, exc)
-            pending = len(sessions)
-    except TimeoutError:
-        for i in range(pending, len(sessions)):
-            session = sessions[i]
-            if results[i] is not None:
-                continue
-            # Drop the connection at once: a closing handshake with a server that does not
-            # answer would add close_timeout per session to the batch's timeout.
-            session.abort()
-            results[i] = ReplyTimeoutError(
-                f"no reply from {session.url} within {timeout:g}s; the session was closed",
-                url=session.url,
-                timeout=timeout,
-            )
-    return results  # type: ignore[return-value]  # every slot is filled above
-
-
-async def exchange_many(
-    sessions: Sequence[Session], frames: Sequence[str | bytes], timeout: float
-) -> list[str | bytes | OpenEnvGymError]:
-    """Send ``frames[i]`` on ``sessions[i]`` for every i, then collect every reply.
-
-    All frames go out before the first reply is awaited, so the round trips overlap. See
-    :func:`receive_many` for the failures returned in place of replies.
-    """
-    return await receive_many(sessions, await send_many(sessions, frames), timeout)
-
-
-def _lost(session: Session, exc: ConnectionClosed) -> ConnectionLostError:
-    rcvd = exc.rcvd
-    why = f"code {rcvd.code}, reason {rcvd.reason!r}" if rcvd else "no close frame"
-    return ConnectionLostError(
-        f"the connection to {session.url} closed while waiting for a reply ({why}); "
-        "the server may have stopped or dropped the session",
-        url=session.url,
-    )
-
-
-def ws_url_or_raise(base_url: str) -> str:
-    try:
-        return http_to_ws_url(base_url)
-    except ValueError as exc:
-        raise ServerConnectionError(str(exc), url=str(base_url)) from exc
-
-
 __all__ = [
     "DEFAULT_ENCODING",
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -427,7 +327,5 @@ __all__ = [
     "ENCODINGS",
     "Session",
     "check_encoding",
-    "exchange_many",
-    "receive_many",
-    "send_many",
+    "ws_url_or_raise",
 ]

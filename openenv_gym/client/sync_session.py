@@ -9,12 +9,14 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
-from openenv_gym.client.blocking import BlockingConnection
+from websockets.exceptions import InvalidURI
+from websockets.proxy import get_proxy
+from websockets.uri import parse_uri
+
+from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import (
@@ -23,10 +25,8 @@ from openenv_gym.client.session import (
     DEFAULT_REPLY_TIMEOUT,
     Session,
     check_encoding,
-    ws_url_or_raise,
 )
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     ConnectionLostError,
     ProtocolError,
     SessionClosedError,
@@ -47,10 +47,10 @@ class SyncSession:
     """A session for synchronous code (a single env): one request at a time, in the calling
     thread, with no hop to another thread.
 
-    For a ``ws://`` URL that needs no proxy it is a :class:`~openenv_gym.client.blocking.\
-BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event loop);
-    otherwise (``wss://``, or an HTTP proxy configured for the host) a :class:`Session` on
-    its own :class:`~openenv_gym.client.loop.CallerLoop`.
+    It is a :class:`~openenv_gym.client.blocking.BlockingConnection` (a ``send`` and a
+    ``recv`` system call per request, no event loop; ``ws://`` or ``wss://``, directly or
+    through an ``http://`` proxy); through a SOCKS proxy configured for the host, a
+    :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`.
     """
 
     def __init__(
@@ -85,7 +85,7 @@ BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event
         """Open a session (the arguments and errors of :meth:`Session.open`)."""
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
-        if url.startswith("ws://") and (is_loopback_url(url) or not _proxied(url)):
+        if is_loopback_url(url) or not _needs_asyncio_proxy(url):
             offered = list(subprotocols or ())
             if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
                 offered.insert(0, BINARY_SUBPROTOCOL)
@@ -101,7 +101,7 @@ BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event
             session = cls(connection)
             if encoding == "binary" and not session.binary:
                 connection.abort()
-                raise _binary_refused(url)
+                raise binary_refused(url)
             return session
         loop = CallerLoop()
         try:
@@ -192,21 +192,14 @@ BlockingConnection` (a ``send`` and a ``recv`` system call per request, no event
             self._loop.close()
 
 
-def _proxied(url: str) -> bool:
-    """Whether an HTTP proxy is configured for the host of ``url`` (environment)."""
-    host = urlsplit(url).hostname or ""
-    proxies = urllib.request.getproxies()
-    return bool(proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(host)
-
-
-def _binary_refused(url: str) -> BinaryEncodingRefusedError:
-    return BinaryEncodingRefusedError(
-        f"the server at {url} did not accept the binary observation encoding "
-        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-        "or encoding='json'.",
-        url=url,
-    )
+def _needs_asyncio_proxy(url: str) -> bool:
+    """Whether ``url`` is reached through a proxy only ``websockets``' asyncio client speaks
+    (SOCKS, or TLS to the proxy); the blocking connection tunnels through ``http://`` ones."""
+    try:
+        proxy = get_proxy(parse_uri(url))
+    except InvalidURI:
+        return False  # the blocking connection reports it
+    return proxy is not None and not proxy.startswith("http://")
 
 
 __all__ = ["SyncSession"]

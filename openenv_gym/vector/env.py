@@ -3,8 +3,8 @@
 Against our servers, each connection carries several sessions (``openenv-gym.batch.v1``,
 one connection per server worker): a ``step`` sends ONE frame per connection with the
 actions of its sub-envs and gets one frame back (observation arrays stacked), autoreset
-included; against official servers each sub-env has a plain session of its own. All
-connections live on the env's own event loop, run in the caller's thread (no thread hop):
+included; against official servers each sub-env has a plain session of its own. The
+connections are blocking sockets used in the caller's thread (no event loop, no thread hop):
 a ``step`` encodes the N actions with the action codec, sends every frame before awaiting
 any reply (so the round trips overlap), and decodes the observations with the observation
 codec into preallocated batch buffers. ``step`` is :meth:`~OpenEnvVectorEnv.step_async`
@@ -52,19 +52,20 @@ from typing import Any, Final
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
-from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS, Session
-from openenv_gym.env import reply_info
+from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS
+from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
-    OpenEnvGymError,
     SubEnvError,
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
-from openenv_gym.vector.fleet import Channel, Fleet, Op, Pending
+from openenv_gym.vector.buffers import BatchBuffers
+from openenv_gym.vector.fleet import Fleet
+from openenv_gym.vector.opening import Channel
 from openenv_gym.vector.options import (
     check_base_urls,
     check_fleet,
@@ -74,6 +75,8 @@ from openenv_gym.vector.options import (
     make_template,
     seeds_for,
 )
+from openenv_gym.vector.reconnect import reopen
+from openenv_gym.vector.round_trip import Op, Pending
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
 
@@ -138,7 +141,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
-        self._pending: tuple[Pending, np.ndarray | None] | None = None
+        self._pending: tuple[Pending, frozenset[int] | None] | None = None
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
@@ -210,26 +213,15 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.single_action_space = self._action_codec.space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._observations: Any = create_empty_array(
-            self.single_observation_space, num_envs, fn=np.zeros
+        self._buffers = BatchBuffers(
+            self._observation_codec,
+            num_envs,
+            autoreset_mode=self.autoreset_mode,
+            max_episode_steps=max_episode_steps,
+            add_info=self._add_info,
+            where=lambda index: self._fleet.urls[index],
         )
-        #: Box-like spaces batch into one array: rows are written in place.
-        self._stacked = isinstance(self._observations, np.ndarray)
-        self._env_obs: list[Any] = [None] * num_envs
-        self._rewards = np.zeros(num_envs, dtype=np.float64)
-        self._terminations = np.zeros(num_envs, dtype=np.bool_)
-        self._truncations = np.zeros(num_envs, dtype=np.bool_)
-        self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
-        self._elapsed = np.zeros(num_envs, dtype=np.int64)
         self._plain_reset = reset_message(**self._reset_kwargs)["data"]
-        obs_key, truncated_key = self._observation_codec.key, self._observation_codec.truncated_key
-        self._truncated_key = truncated_key
-        terminated_key = self._observation_codec.terminated_key
-        self._legal: list[Any] = [None] * self.num_envs
-        # The fields of a reply that carry no info (the observation, truncation, metadata).
-        self._quiet_fields = frozenset(
-            k for k in (obs_key, truncated_key, terminated_key, "metadata") if k
-        )
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -277,14 +269,12 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         for i, seed, extra in zip(indices, seeds, options, strict=True):
             data = reset_message(seed=seed, **{**self._reset_kwargs, **dict(extra)})["data"]
             ops[i] = ("reset", data)
+        buffers = self._buffers
         infos: dict[str, Any] = {}
         for channel, result in self._round_trip(ops):
-            infos = self._take_resets(channel, result, infos)
-        self._finish_observations()
-        self._terminations[indices] = False
-        self._truncations[indices] = False
-        self._autoreset_envs[indices] = False
-        self._elapsed[indices] = 0
+            infos = buffers.take_resets(channel.indices, result, infos)
+        buffers.finish()
+        buffers.mark_reset(indices)
         return self._result_observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -298,7 +288,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: ``DISABLED`` autoreset and a sub-env that ended was not reset.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
-        self._start_step(actions, defer=True)  # sent and received in one run of the loop
+        self._start_step(actions, defer=True)  # sent and read in one go
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
@@ -317,24 +307,24 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_open()
         if self._pending is not None:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
-        resetting = self._autoreset_envs
+        buffers = self._buffers
+        resetting = buffers.pending_resets
         mode = self.autoreset_mode
-        if mode == AutoresetMode.DISABLED and resetting.any():
-            ended = np.flatnonzero(resetting).tolist()
+        if mode == AutoresetMode.DISABLED and resetting:
             raise VectorUsageError(
-                f"sub-envs {ended} ended at the last step and autoreset_mode is DISABLED: "
+                f"sub-envs {resetting} ended at the last step and autoreset_mode is DISABLED: "
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
         wires = self._action_codec.encode_batch(actions, self.num_envs)
         ops: list[Op | None] = [("step", wire) for wire in wires]
-        was_resetting: np.ndarray | None = None
-        if mode == AutoresetMode.NEXT_STEP and resetting.any():
-            for i in np.flatnonzero(resetting).tolist():
+        was_resetting: frozenset[int] | None = None
+        if mode == AutoresetMode.NEXT_STEP and resetting:
+            for i in resetting:
                 ops[i] = ("reset", self._plain_reset)
-            was_resetting = resetting.copy()
+            was_resetting = frozenset(resetting)
         same_step = mode == AutoresetMode.SAME_STEP
         limit = self._max_episode_steps
-        last = None if limit is None or not same_step else (self._elapsed + 1 >= limit).tolist()
+        last = None if limit is None or not same_step else (buffers.elapsed + 1 >= limit).tolist()
         pending = self._fleet.send(
             ops, same_step_reset=self._plain_reset if same_step else None, last=last, defer=defer
         )
@@ -353,113 +343,46 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         pending, was_resetting = self._pending
         self._pending = None
         results, reconnected = self._collect(pending, retry=None)
+        buffers = self._buffers
         infos: dict[str, Any] = {}
         ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
         for channel, result in results:
-            infos = self._take_steps(channel, result, was_resetting, infos, ended)
+            infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
         for i in reconnected:  # the episode ends here, truncated
-            self._rewards[i] = 0.0
-            self._terminations[i] = False
-            self._truncations[i] = True
+            buffers.mark_reconnected(i)
             info: dict[str, Any] = {RECONNECTED_KEY: True}
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
                 ended[i] = info
             else:
                 infos = self._add_info(infos, info, i)
-        self._finish_observations()
+        buffers.finish()
         if ended:
             infos = self._reset_ended_same_step(ended, infos)
-        if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
-        else:
-            self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        buffers.end_step()
         return (
             self._result_observations(),
-            np.copy(self._rewards),
-            np.copy(self._terminations),
-            np.copy(self._truncations),
+            np.copy(buffers.rewards),
+            np.copy(buffers.terminations),
+            np.copy(buffers.truncations),
             infos,
         )
-
-    def _take_steps(
-        self,
-        channel: Channel,
-        result: BatchResult,
-        was_resetting: np.ndarray | None,
-        infos: dict[str, Any],
-        ended: dict[int, dict[str, Any]],
-    ) -> dict[str, Any]:
-        """Write one connection's step results; collect SAME_STEP episodes still to reset."""
-        indices = self._write_rows(channel, result)
-        rewards, terminations, truncations = self._rewards, self._terminations, self._truncations
-        elapsed, limit = self._elapsed, self._max_episode_steps
-        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        truncated_column = result.fields.get(self._truncated_key) if self._truncated_key else None
-        # Our servers send the exact terminated flag too (both may be true on the last step).
-        terminated_key = self._observation_codec.terminated_key
-        terminated_column = result.fields.get(terminated_key) if terminated_key else None
-        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
-        for k, i in enumerate(indices):
-            if was_resetting is not None and was_resetting[i]:
-                rewards[i] = 0.0
-                terminations[i] = False
-                truncations[i] = False
-                elapsed[i] = 0
-                if noisy:
-                    infos = self._add_row_info(infos, result, k, i)
-                continue
-            final = result.final.get(k)
-            if final is not None:  # ended and reset by the server in this round trip
-                truncated = bool(final.observation.get(self._truncated_key or "", False))
-                exact = final.observation.get(terminated_key) if terminated_key else None
-                reward, done = final.reward, final.done
-            else:
-                truncated = bool(truncated_column[k]) if truncated_column is not None else False
-                exact = terminated_column[k] if terminated_column is not None else None
-                reward, done = result.reward[k], result.done[k]
-            elapsed[i] += 1
-            if limit is not None and elapsed[i] >= limit:
-                truncated = True
-            rewards[i] = 0.0 if reward is None else reward
-            terminations[i] = bool(exact) if exact is not None else done and not truncated
-            truncations[i] = truncated
-            if final is not None:
-                final_info = reply_info(self._observation_codec, final)
-                final_obs = self._decode_one(i, final.observation)
-                infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
-                elapsed[i] = 0
-                if noisy:
-                    infos = self._add_row_info(infos, result, k, i)
-            elif same_step and (terminations[i] or truncations[i]):
-                ended[i] = self._row_info(result, k) if noisy else {}
-            elif noisy:
-                infos = self._add_row_info(infos, result, k, i)
-        return infos
-
-    def _take_resets(
-        self, channel: Channel, result: BatchResult, infos: dict[str, Any]
-    ) -> dict[str, Any]:
-        indices = self._write_rows(channel, result)
-        if result.metadata or not self._quiet_fields.issuperset(result.fields):
-            for k, i in enumerate(indices):
-                infos = self._add_row_info(infos, result, k, i)
-        return infos
 
     def _reset_ended_same_step(
         self, final_infos: dict[int, dict[str, Any]], infos: dict[str, Any]
     ) -> dict[str, Any]:
         """SAME_STEP on connections whose server did not reset them (one more round trip)."""
+        buffers = self._buffers
         ended = sorted(final_infos)
         for i in ended:
-            final = {"final_obs": self._observation_of(i), "final_info": final_infos[i]}
+            final = {"final_obs": buffers.observation_of(i), "final_info": final_infos[i]}
             infos = self._add_info(infos, final, i)
         ops: list[Op | None] = [None] * self.num_envs
         for i in ended:
             ops[i] = ("reset", self._plain_reset)
         for channel, result in self._round_trip(ops):
-            infos = self._take_resets(channel, result, infos)
-        self._elapsed[ended] = 0
-        self._finish_observations()
+            infos = buffers.take_resets(channel.indices, result, infos)
+        buffers.elapsed[ended] = 0
+        buffers.finish()
         return infos
 
     def _drain_pending(self) -> None:
@@ -491,7 +414,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return list(self._fleet.urls)
 
     @property
-    def connections(self) -> list[Session]:
+    def connections(self) -> list[BlockingConnection]:
         """The open WebSocket connections (one per server worker when :attr:`batched`)."""
         return self._fleet.sessions
 
@@ -533,8 +456,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if not self.reconnect:
             channel, cause = broken[0]
             raise self._sub_env_error(channel.indices[0], cause) from cause
-        reopened = self._fleet.reconnect(
-            [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
+        reopened = reopen(
+            self._fleet, [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
         )
         if retry is None:
             return results, reopened
@@ -549,30 +472,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
         return self._fleet.sub_env_error(index, cause, reconnect=self.reconnect)
-
-    def _write_rows(self, channel: Channel, result: BatchResult) -> list[int]:
-        """Decode one connection's observations into the batch buffer; their sub-envs."""
-        indices = [channel.indices[k] for k in result.indices]
-        legal_key = self._observation_codec.legal_key
-        if legal_key is not None and legal_key in result.fields:  # for action_masks()
-            column = result.fields[legal_key]
-            for k, i in enumerate(indices):
-                self._legal[i] = column[k]
-        try:
-            decoded = self._observation_codec.decode_batch(result.fields, len(indices))
-        except OpenEnvGymError as exc:
-            url = self._fleet.urls[indices[0]]
-            exc.add_note(f"(from sub-envs {indices} of the vector env, at {url})")
-            raise
-        if self._stacked:
-            if len(indices) == 1:
-                self._observations[indices[0]] = decoded[0]
-            else:
-                self._observations[indices] = decoded
-        else:
-            for k, i in enumerate(indices):
-                self._env_obs[i] = decoded[k]
-        return indices
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``
@@ -590,62 +489,22 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 "enum) and an observation field listing the legal actions; action space "
                 f"{self.single_action_space}, legal field {legal_key!r}"
             )
-        if any(legal is None for legal in self._legal):
+        legals = self._buffers.legal
+        if any(legal is None for legal in legals):
             raise ActionMaskUnavailableError("call reset() before action_masks()")
-        return np.stack([codec.mask(legal, legal_key) for legal in self._legal])
-
-    def _decode_one(self, index: int, observation: Mapping[str, Any]) -> Any:
-        try:
-            return self._observation_codec.decode(observation)
-        except OpenEnvGymError as exc:
-            exc.add_note(f"(from sub-env {index} of the vector env, at {self._fleet.urls[index]})")
-            raise
-
-    def _finish_observations(self) -> None:
-        if not self._stacked and all(o is not None for o in self._env_obs):
-            self._observations = concatenate(
-                self.single_observation_space, self._env_obs, self._observations
-            )
-
-    def _observation_of(self, index: int) -> Any:
-        if self._stacked:
-            return np.array(self._observations[index])
-        return copy.deepcopy(self._env_obs[index])
+        return np.stack([codec.mask(legal, legal_key) for legal in legals])
 
     def _result_observations(self) -> Any:
-        return copy.deepcopy(self._observations) if self.copy else self._observations
-
-    def _row_info(self, result: BatchResult, position: int) -> dict[str, Any]:
-        return reply_info(self._observation_codec, result.reply(position))
-
-    def _add_row_info(
-        self, infos: dict[str, Any], result: BatchResult, position: int, index: int
-    ) -> dict[str, Any]:
-        info = self._row_info(result, position)
-        return self._add_info(infos, info, index) if info else infos
+        observations = self._buffers.observations
+        if not self.copy:
+            return observations
+        if isinstance(observations, np.ndarray):
+            return observations.copy()  # the usual Box batch: no deepcopy machinery
+        return copy.deepcopy(observations)
 
     def __repr__(self) -> str:
         servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []
         return f"OpenEnvVectorEnv(num_envs={self.num_envs}, servers={servers})"
 
 
-class VectorEntryPoint:
-    """A picklable ``vector_entry_point`` for one registered id: ``gym.make_vec`` builds an
-    :class:`OpenEnvVectorEnv` natively (no Sync/Async copies of single envs).
-
-    Example:
-        >>> VectorEntryPoint("openenv/CartPole-v1")
-        VectorEntryPoint('openenv/CartPole-v1')
-    """
-
-    def __init__(self, id: str) -> None:
-        self.id = id
-
-    def __call__(self, num_envs: int = 1, **kwargs: Any) -> OpenEnvVectorEnv:
-        return OpenEnvVectorEnv(self.id, num_envs, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"VectorEntryPoint({self.id!r})"
-
-
-__all__ = ["ENCODINGS", "RECONNECTED_KEY", "OpenEnvVectorEnv", "VectorEntryPoint"]
+__all__ = ["ENCODINGS", "RECONNECTED_KEY", "OpenEnvVectorEnv"]

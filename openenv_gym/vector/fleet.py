@@ -1,79 +1,42 @@
-"""The servers and sessions behind a vector env: capacity checks, opening, reconnecting.
+"""The servers and connections behind a vector env: capacity checks, opening, round trips,
+closing.
 
-A :class:`Fleet` holds the URL and the open :class:`~openenv_gym.client.Session` of each
-sub-env, and the servers the vector env started (and stops on close). Before opening
+A :class:`Fleet` holds the URL and the connection (:class:`~openenv_gym.vector.opening.Channel`)
+of each sub-env, and the servers the vector env started (and stops on close). Before opening
 sessions it checks that the servers can take them (``GET /capacity``, or
 ``CAPACITY_REACHED`` while opening on official servers) and raises
-:class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. With ``reconnect=True`` a
-broken session is reopened (an embedded server that died is restarted first), retrying with
-backoff for up to :data:`~openenv_gym.vector.backoff.RECONNECT_BUDGET` seconds.
+:class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. Connections are blocking
+sockets (:mod:`openenv_gym.client.blocking`): a round trip sends one frame per connection,
+then reads each reply, in the caller's thread, with no event loop. Opening the connections
+of one server is :mod:`openenv_gym.vector.opening`'s; reopening broken ones
+(``reconnect=True``) :mod:`openenv_gym.vector.reconnect`'s, with :attr:`Fleet.backoff`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.client import Session, exchange_many, is_healthy
+from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
-from openenv_gym.client.loop import CallerLoop
-from openenv_gym.client.session import receive_many, send_many
+from openenv_gym.client.exchange import exchange_many, receive_many, send_many
 from openenv_gym.errors import (
-    AuthenticationError,
-    CapacityReachedError,
-    NotAnOpenEnvServerError,
     OpenEnvGymError,
-    ProtocolError,
-    ServerReplyError,
     SubEnvError,
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.backoff import Backoff
+from openenv_gym.vector.opening import Channel, Opener, SessionsRefusedError, close_all
 from openenv_gym.vector.options import make_template
-from openenv_gym.wire.batch import (
-    BatchResult,
-    batch_open_message,
-    batch_state_message,
-    batch_step_message,
-    check_batch_opened,
-    parse_batch_result,
-    parse_batch_states,
-)
+from openenv_gym.vector.round_trip import Op, Pending, build_frames, parse_reply
+from openenv_gym.wire.batch import BatchResult, batch_state_message, parse_batch_states
 from openenv_gym.wire.binary import parse_frame
-from openenv_gym.wire.messages import ObservationReply, StateReply, encode_message, state_message
-from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
+from openenv_gym.wire.messages import StateReply, encode_message, state_message
 
-#: The ``state`` request (a session accepted by a server answers it; a refused one gets
-#: ``CAPACITY_REACHED``).
-STATE_FRAME: Final = encode_message(state_message())
 #: How many servers a vector env starts at once on a fleet (their nodes do the work).
 PARALLEL_FLEET_STARTS: Final = 16
-
-
-@dataclass(eq=False)
-class Channel:
-    """One connection and the sub-envs on it: K on a batch connection, else one.
-
-    Attributes:
-        session: The connection.
-        indices: The sub-envs it carries, in the order of the server's sessions.
-        shared: Reads the arrays the server puts in shared memory (a batch connection
-            that agreed to it, see :mod:`openenv_gym.wire.shared_memory`).
-    """
-
-    session: Session
-    indices: list[int]
-    shared: SharedArrayReader | None = None
-
-    @property
-    def batch(self) -> bool:
-        """Whether this is an ``openenv-gym.batch.v1`` connection (K sessions)."""
-        return self.session.batch
 
 
 class Fleet:
@@ -120,8 +83,6 @@ class Fleet:
         #: Worker processes per URL, as ``GET /capacity`` said.
         self.workers: dict[str, int] = {}
         self.reply_timeout = 60.0
-        #: Every connection lives on this loop, run in the caller's thread.
-        self.loop = CallerLoop()
         #: How reconnect() spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
 
@@ -131,7 +92,7 @@ class Fleet:
         self.reply_timeout = float(connect_options["reply_timeout"])
 
     @property
-    def sessions(self) -> list[Session]:
+    def sessions(self) -> list[BlockingConnection]:
         """Every open connection."""
         return [channel.session for channel in self.channels]
 
@@ -229,18 +190,25 @@ class Fleet:
             return
         needed = {url: len(group) for url, group in groups.items()}
         known = self.check_capacity(needed) if check_capacity else set()
-        outcomes = self.loop.run(self._open_groups(groups))
+        opener = Opener(self.connect_options, self.encoding, self.batch, self.truncated_key)
+        outcomes: list[list[Channel] | BaseException] = []
+        for url, group in groups.items():
+            try:
+                workers = self.workers.get(url, 1)
+                outcomes.append(opener.open_group(url, group, self.unix_sockets(url), workers))
+            except (OpenEnvGymError, SessionsRefusedError) as exc:
+                outcomes.append(exc)
         opened = [c for outcome in outcomes if isinstance(outcome, list) for c in outcome]
         failures = [o for o in outcomes if isinstance(o, BaseException)]
         if failures:
-            self.loop.run(close_all([c.session for c in opened]))
+            close_all([c.session for c in opened])
             refused = {
                 url: outcome.refused
                 for url, outcome in zip(groups, outcomes, strict=True)
-                if isinstance(outcome, _SessionsRefusedError)
+                if isinstance(outcome, SessionsRefusedError)
             }
             if len(refused) < len(failures):
-                raise next(f for f in failures if not isinstance(f, _SessionsRefusedError))
+                raise next(f for f in failures if not isinstance(f, SessionsRefusedError))
             raise insufficient_capacity_error(
                 requested=self.num_envs,
                 needed=needed,
@@ -249,213 +217,9 @@ class Fleet:
             )
         self.channels.extend(opened)
 
-    async def _open_groups(
-        self, groups: Mapping[str, list[int]]
-    ) -> list[list[Channel] | BaseException]:
-        return list(
-            await asyncio.gather(
-                *(self._open_group(url, group) for url, group in groups.items()),
-                return_exceptions=True,
-            )
-        )
-
-    async def _open_group(self, url: str, indices: list[int]) -> list[Channel]:
-        """Connections for the sub-envs ``indices`` of one server."""
-        sockets = self.unix_sockets(url)
-        plain: list[Session] = []
-        if self.batch:
-            count = min(len(indices), len(sockets) or self.workers.get(url, 1))
-            first = await self._connect(url, sockets, range(count), batch=True)
-            if all(session.batch for session in first):
-                if not sockets and count > 1:
-                    first = await self._spread_over_workers(url, first)
-                return await self._open_batches(first, indices)
-            plain = first  # an official server: one session per connection
-        try:
-            rest = await self._connect(url, sockets, range(len(plain), len(indices)), batch=False)
-        except BaseException:
-            await close_all(plain)
-            raise
-        sessions = [*plain, *rest]
-        replies = await exchange_many(sessions, [STATE_FRAME] * len(sessions), self.reply_timeout)
-        refused = 0
-        failure: BaseException | None = None
-        for session, raw in zip(sessions, replies, strict=True):
-            if isinstance(raw, BaseException):
-                failure = failure or raw
-                continue
-            try:
-                parse_frame(raw, url=session.url)
-            except CapacityReachedError:
-                refused += 1
-            except (ServerReplyError, ProtocolError):
-                pass  # the session is open; the env just does not serve ``state``
-        if refused or failure is not None:
-            await close_all(sessions)
-            raise failure if failure is not None else _SessionsRefusedError(refused)
-        return [Channel(session, [i]) for session, i in zip(sessions, indices, strict=True)]
-
-    async def _connect(
-        self, url: str, sockets: list[str], slots: range, *, batch: bool
-    ) -> list[Session]:
-        """Open one connection per slot (spread over the server's Unix sockets)."""
-        options = self.connect_options
-        outcomes = await asyncio.gather(
-            *(
-                Session.open(
-                    url,
-                    connect_timeout=options["connect_timeout"],
-                    reply_timeout=options["reply_timeout"],
-                    max_message_size=options["max_message_size"],
-                    headers=options["headers"],
-                    token=options.get("token"),
-                    encoding=self.encoding,
-                    unix_path=sockets[k % len(sockets)] if sockets else None,
-                    batch=batch,
-                )
-                for k in slots
-            ),
-            return_exceptions=True,
-        )
-        sessions = [s for s in outcomes if isinstance(s, Session)]
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                await close_all(sessions)
-                raise outcome
-        return sessions
-
-    async def _spread_over_workers(self, url: str, connections: list[Session]) -> list[Session]:
-        """Connections on distinct worker processes, as many as ``connections``.
-
-        The kernel hands connections to a multi-worker server's processes by a hash, so two
-        may land on one process while another idles; replace such duplicates (a few tries).
-        """
-        kept: dict[str | None, Session] = {}
-        spare: list[Session] = []
-        for session in connections:
-            if session.worker in kept:
-                spare.append(session)
-            else:
-                kept[session.worker] = session
-        tries = 4 * len(connections)
-        while spare and tries > 0 and None not in kept:
-            tries -= 1
-            (candidate,) = await self._connect(url, [], range(1), batch=True)
-            if candidate.worker in kept or not candidate.batch:
-                await candidate.close()
-                continue
-            kept[candidate.worker] = candidate
-            await spare.pop().close()
-        return [*kept.values(), *spare]
-
-    async def _open_batches(self, connections: list[Session], indices: list[int]) -> list[Channel]:
-        """Open ``len(indices)`` sessions spread evenly over the batch ``connections``."""
-        share, extra = divmod(len(indices), len(connections))
-        chunks: list[list[int]] = []
-        start = 0
-        for k in range(len(connections)):
-            size = share + (1 if k < extra else 0)
-            chunks.append(indices[start : start + size])
-            start += size
-        probe = ProbeFile.create()  # shared memory, if the server shares our /dev/shm
-        offer = probe.offer() if probe is not None else None
-        frames = [
-            encode_message(batch_open_message(len(chunk), self.truncated_key, offer))
-            for chunk in chunks
-        ]
-        try:
-            replies = await exchange_many(connections, frames, self.reply_timeout)
-        finally:
-            if probe is not None:
-                probe.close()
-        refused = 0
-        failure: BaseException | None = None
-        shared: list[bool] = []
-        for chunk, raw in zip(chunks, replies, strict=True):
-            if isinstance(raw, BaseException):
-                failure = failure or raw
-                continue
-            try:
-                shared.append(check_batch_opened(raw, len(chunk)))
-            except CapacityReachedError:
-                refused += len(chunk)
-            except OpenEnvGymError as exc:
-                failure = failure or exc
-        if refused or failure is not None:
-            await close_all(connections)
-            raise failure if failure is not None else _SessionsRefusedError(refused)
-        return [
-            Channel(c, chunk, SharedArrayReader() if agreed else None)
-            for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
-        ]
-
-    def reconnect(
-        self, indices: Sequence[int], causes: Sequence[BaseException] | None = None
-    ) -> list[int]:
-        """Reopen the connections of ``indices``, restarting an owned server that died.
-
-        Attempts are repeated with :attr:`backoff` (see :mod:`openenv_gym.vector.backoff`)
-        while the failure may pass (nothing listens yet, the connection dropped, the server's
-        slots are not free yet); a refusal that will not pass (a wrong token, not an OpenEnv
-        server) fails at once. Returns every sub-env whose session was reopened (all those
-        sharing a connection with one of ``indices``).
-
-        Raises:
-            SubEnvError: Reconnecting failed; the message names why the session broke
-                (``causes``), the attempts made and the last error (its ``__cause__``).
-        """
-        broken = [c for c in self.channels if any(i in c.indices for i in indices)]
-        affected = sorted(i for c in broken for i in c.indices)
-        self.channels = [c for c in self.channels if c not in broken]
-        self.loop.run(close_all([c.session for c in broken]))
-        for channel in broken:
-            if channel.shared is not None:
-                channel.shared.close()
-        first_cause = causes[0] if causes else None
-        started = time.monotonic()
-        attempts = 0
-        delays = self.backoff.delays(start=started)
-        while True:
-            attempts += 1
-            try:
-                self._restart_dead_servers(affected)
-                self.open(affected, check_capacity=False)
-                return affected
-            except OpenEnvGymError as exc:
-                last: OpenEnvGymError = exc
-            if isinstance(last, AuthenticationError | NotAnOpenEnvServerError):
-                break
-            delay = next(delays, None)
-            if delay is None:
-                break
-            time.sleep(delay)
-        elapsed = time.monotonic() - started
-        broke = f"{first_cause}; " if first_cause is not None else ""
-        error = self.sub_env_error(
-            affected[0],
-            f"{broke}reconnecting failed after {attempts} attempt(s) over {elapsed:.1f}s "
-            f"(budget {self.backoff.budget:g}s); last error: {last}",
-            reconnect=True,
-        )
-        raise error from last
-
-    def _restart_dead_servers(self, indices: Sequence[int]) -> None:
-        """Restart the servers this fleet started, for ``indices``, that do not answer."""
-        for url in {self.urls[i] for i in indices}:
-            provider = self.providers.get(url)
-            if provider is None or is_healthy(url, timeout=2.0):
-                continue
-            provider.stop()
-            new_url = provider.start().rstrip("/")
-            del self.providers[url]
-            self.providers[new_url] = provider
-            self.urls = [new_url if u == url else u for u in self.urls]
-
     def exchange(self, channels: Sequence[Channel], frames: Sequence[str]) -> list[Any]:
         """One round trip on each of ``channels`` (:func:`~openenv_gym.client.exchange_many`)."""
-        return self.loop.run(
-            exchange_many([c.session for c in channels], frames, self.reply_timeout)
-        )
+        return exchange_many([c.session for c in channels], frames, self.reply_timeout)
 
     def send(
         self,
@@ -473,31 +237,12 @@ class Fleet:
         connections to reset an episode that ends in the same round trip (``last[i]``: the
         step is the last one of sub-env ``i``'s episode by a client-side time limit).
         """
-        channels: list[Channel] = []
-        frames: list[str] = []
-        for channel in self.channels:
-            if channel.batch:
-                entries: list[dict[str, Any] | None] = []
-                for i in channel.indices:
-                    op = ops[i]
-                    if op is None:
-                        entries.append(None)
-                        continue
-                    entry: dict[str, Any] = {op[0]: op[1]}
-                    if last is not None and last[i] and op[0] == "step":
-                        entry["last"] = True
-                    entries.append(entry)
-                if any(e is not None for e in entries):
-                    channels.append(channel)
-                    frames.append(encode_message(batch_step_message(entries, same_step_reset)))
-                continue
-            op = ops[channel.indices[0]]
-            if op is not None:
-                channels.append(channel)
-                frames.append(encode_message({"type": op[0], "data": op[1]}))
+        channels, frames = build_frames(
+            self.channels, ops, same_step_reset=same_step_reset, last=last
+        )
         if defer:
             return Pending(channels, frames, None)
-        sent = self.loop.run(send_many([c.session for c in channels], frames))
+        sent = send_many([c.session for c in channels], frames)
         return Pending(channels, frames, sent)
 
     def collect(self, pending: Pending) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
@@ -511,9 +256,9 @@ class Fleet:
         """
         sessions = [c.session for c in pending.channels]
         if pending.sent is None:
-            raws = self.loop.run(exchange_many(sessions, pending.frames, self.reply_timeout))
+            raws = exchange_many(sessions, pending.frames, self.reply_timeout)
         else:
-            raws = self.loop.run(receive_many(sessions, pending.sent, self.reply_timeout))
+            raws = receive_many(sessions, pending.sent, self.reply_timeout)
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         for channel, raw in zip(pending.channels, raws, strict=True):
@@ -524,26 +269,7 @@ class Fleet:
         return results, broken
 
     def _parse(self, channel: Channel, raw: str | bytes) -> BatchResult:
-        url = self.urls[channel.indices[0]]
-        try:
-            if channel.batch:
-                return parse_batch_result(raw, url=url, shared=channel.shared)
-            reply = parse_frame(raw, url=url)
-        except ServerReplyError as exc:
-            position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0
-            index = channel.indices[position] if position in range(len(channel.indices)) else 0
-            exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
-            raise
-        except ProtocolError as exc:
-            exc.add_note(f"(from sub-envs {channel.indices} of the vector env, at {url})")
-            raise
-        if not isinstance(reply, ObservationReply):
-            raise ProtocolError(
-                f"expected an 'observation' reply from sub-env {channel.indices[0]} at {url}, "
-                "got a 'state' reply",
-                received=reply,
-            )
-        return BatchResult.of_reply(reply)
+        return parse_reply(channel, raw, self.urls[channel.indices[0]])
 
     def states(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (``state`` / ``batch_state``).
@@ -590,38 +316,10 @@ class Fleet:
     def close(self) -> None:
         """Close every connection and stop the servers this fleet started."""
         try:
-            if not self.loop.closed:
-                self.loop.run(close_all(self.sessions))
+            close_all(self.sessions)
         finally:
             for channel in self.channels:
                 if channel.shared is not None:
                     channel.shared.close()
-            self.loop.close()
             for provider in self.providers.values():
                 provider.stop()
-
-
-#: What a sub-env does in a round trip: ``("step", action fields)`` or ``("reset", keys)``.
-Op = tuple[str, dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Pending:
-    """Frames of :meth:`Fleet.send` whose replies are not collected yet (``sent`` is
-    ``None`` while they are not sent either)."""
-
-    channels: list[Channel]
-    frames: list[str]
-    sent: list[OpenEnvGymError | None] | None
-
-
-class _SessionsRefusedError(Exception):
-    """Sessions a server refused with ``CAPACITY_REACHED`` while opening (internal)."""
-
-    def __init__(self, refused: int) -> None:
-        super().__init__(f"{refused} sessions refused")
-        self.refused = refused
-
-
-async def close_all(sessions: Sequence[Session]) -> None:
-    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

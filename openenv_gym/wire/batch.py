@@ -83,6 +83,8 @@ BATCH_STATE: Final = "batch_state"
 BATCH_STATES: Final = "batch_states"
 _ARRAY_KINDS: Final = frozenset("biuf")
 _METADATA: Final = "metadata"
+_BOOL_ONLY: Final = frozenset({bool})
+_FLOAT_ONLY: Final = frozenset({float, type(None)})
 
 __all__ = [
     "BATCH_SUBPROTOCOL",
@@ -222,9 +224,12 @@ def parse_batch_result(
         for key, value in fields.items():
             if len(value) != count:
                 raise ValueError(f"field {key!r} has {len(value)} entries for {count} indices")
-        if not all(isinstance(d, bool) for d in done):
+        if not isinstance(done, list) or not _BOOL_ONLY.issuperset(map(type, done)):
             raise ValueError("'done' holds a non-boolean")
-        rewards = [None if r is None else float(r) for r in reward]
+        if isinstance(reward, list) and _FLOAT_ONLY.issuperset(map(type, reward)):
+            rewards = reward  # the usual case, no per-item conversion
+        else:
+            rewards = [None if r is None else float(r) for r in reward]
         sent_metadata = data.get(_METADATA)
         metadata = {int(k): v for k, v in (sent_metadata or {}).items()}
         final: dict[int, ObservationReply] = {}
@@ -234,9 +239,7 @@ def parse_batch_result(
             final[int(k)] = parsed
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(f"it is malformed ({exc})", data) from exc
-    return BatchResult(
-        indices, fields, rewards, list(done), metadata, final, sent_metadata is not None
-    )
+    return BatchResult(indices, fields, rewards, done, metadata, final, sent_metadata is not None)
 
 
 def _reply_data(raw: str | bytes, kind: str, *, url: str | None) -> dict[str, Any] | None:

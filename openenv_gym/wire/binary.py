@@ -42,7 +42,7 @@ Example:
 
 from __future__ import annotations
 
-import json
+import math
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -201,7 +201,7 @@ def decode_frame(frame: bytes, shared: SharedArrayReader | None = None) -> dict[
     if end > len(frame):
         raise _bad(frame, f"its header length {length} runs past the end")
     try:
-        header = json.loads(frame[_PREFIX:end])
+        header = pydantic_core.from_json(frame[_PREFIX:end])
         message = header["message"]
         descriptors = header["arrays"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -218,7 +218,7 @@ def decode_frame(frame: bytes, shared: SharedArrayReader | None = None) -> dict[
             dtype = np.dtype(descriptor["dtype"])
             shape = tuple(int(n) for n in descriptor["shape"])
             start = base + int(descriptor["offset"])
-            count = int(np.prod(shape))
+            count = math.prod(shape)
             if dtype.kind not in _ARRAY_KINDS or start + count * dtype.itemsize > len(frame):
                 raise ValueError(f"array {descriptor!r} does not fit the frame")
             array = np.frombuffer(frame, dtype=dtype, count=count, offset=start)

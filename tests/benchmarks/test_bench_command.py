@@ -18,7 +18,7 @@ from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_serv
 from openenv_gym.bench.measure import STATUS_SKIPPED
 from openenv_gym.bench.report import TABLE_COLUMNS, parse_table
 from openenv_gym.bench.runner import run_cell
-from openenv_gym.bench.suite import plan, settings_from_args
+from openenv_gym.bench.suite import describe, plan, settings_from_args
 from openenv_gym.bench.targets import TARGETS
 from openenv_gym.cli import main
 
@@ -57,6 +57,7 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--contenders",
         "--servers",
         "--workers",
+        "--busy-poll-us",
         "--out",
         "--url",
         "--token",
@@ -75,6 +76,12 @@ def test_options_match_the_suite() -> None:
     assert (list(quick.envs), list(quick.sizes), quick.seconds) == (["CartPole"], [1, 8], 1.0)
     full = settings_from_args(build_parser().parse_args([]))
     assert (list(full.envs), list(full.sizes)) == (["CartPole", "Pong"], [1, 2, 4, 8, 16])
+    assert full.busy_poll_us == 0
+    tuned = settings_from_args(
+        build_parser().parse_args(["--workers", "1", "--busy-poll-us", "300"])
+    )
+    assert (tuned.workers, tuned.busy_poll_us) == (1, 300)
+    assert "--workers 1 --busy-poll-us 300" in describe(tuned)
 
 
 def test_plan_runs_single_env_contenders_first_then_every_n() -> None:
@@ -95,6 +102,7 @@ def test_plan_runs_single_env_contenders_first_then_every_n() -> None:
         (["--seconds", "-1"], "expected a positive number of seconds"),
         (["--servers", "0"], "expected a positive integer"),
         (["--contenders", "gym"], "expected a comma-separated list of raw, sync"),
+        (["--busy-poll-us", "-1"], "expected microseconds in 0..100000, got '-1'"),
     ],
 )
 def test_bad_options_are_usage_errors(
@@ -111,6 +119,7 @@ def test_bad_options_are_usage_errors(
         (["--gym-id", "CartPole-v1", "--token", "t"], "--token and --gym-id go with --url URL"),
         (["--url", "http://127.0.0.1:1", "--envs", "Pong"], "--envs choose the servers"),
         (["--url", "http://127.0.0.1:1", "--servers", "2", "--workers", "2"], "--servers and"),
+        (["--url", "http://127.0.0.1:1", "--busy-poll-us", "50"], "--busy-poll-us choose"),
     ],
 )
 def test_options_that_do_not_go_together_are_usage_errors(

@@ -1,0 +1,315 @@
+"""Where a vector env's replies land: the batch buffers and each sub-env's episode flags.
+
+:class:`BatchBuffers` holds the observation batch (preallocated; Box-like spaces are one
+array whose rows are written in place), rewards, terminations, truncations, the sub-envs
+to reset on the next step, the steps of each episode (a client-side time limit), and the
+legal actions of each sub-env's last observation (for action masks). It turns one
+connection's :class:`~openenv_gym.wire.batch.BatchResult` into those, with the wire ->
+Gymnasium mapping of :class:`~openenv_gym.env.OpenEnvEnv`: ``done`` -> ``terminated``
+unless the server's truncation field is set (exact with ``x-terminated-key``). Every
+observation is decoded by the observation codec (its batch method for stacked fields), so
+the vector env treats a reply exactly as the single env does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import concatenate, create_empty_array
+
+from openenv_gym.env import reply_info
+from openenv_gym.errors import OpenEnvGymError
+from openenv_gym.spaces import ObservationCodec
+from openenv_gym.wire.batch import BatchResult
+
+#: ``VectorEnv._add_info``: merge one sub-env's info into the batched infos.
+AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
+
+
+class BatchBuffers:
+    """The batch buffers of ``num_envs`` sub-envs and how replies are written into them.
+
+    Args:
+        codec: The observation codec (space, field names, decoding).
+        num_envs: The number of sub-envs.
+        autoreset_mode: The vector env's autoreset mode.
+        max_episode_steps: A client-side time limit, or ``None``.
+        add_info: ``VectorEnv._add_info`` of the vector env.
+        where: The URL of a sub-env (for error notes).
+    """
+
+    def __init__(
+        self,
+        codec: ObservationCodec,
+        num_envs: int,
+        *,
+        autoreset_mode: AutoresetMode,
+        max_episode_steps: int | None,
+        add_info: AddInfo,
+        where: Callable[[int], str],
+    ) -> None:
+        self.codec = codec
+        self.num_envs = num_envs
+        self.same_step = autoreset_mode == AutoresetMode.SAME_STEP
+        self.max_episode_steps = max_episode_steps
+        self._add_info = add_info
+        self._where = where
+        space = codec.space
+        self.observations: Any = create_empty_array(space, num_envs, fn=np.zeros)
+        #: Box-like spaces batch into one array: rows are written in place.
+        self.stacked = isinstance(self.observations, np.ndarray)
+        self._env_obs: list[Any] = [None] * num_envs
+        self.rewards = np.zeros(num_envs, dtype=np.float64)
+        self.terminations = np.zeros(num_envs, dtype=np.bool_)
+        self.truncations = np.zeros(num_envs, dtype=np.bool_)
+        #: Sub-envs whose episode ended at the last step (NEXT_STEP: reset on the next).
+        self.autoreset = np.zeros(num_envs, dtype=np.bool_)
+        #: The same, as a list (no numpy reduction per step to find them).
+        self.pending_resets: list[int] = []
+        # Whether a sub-env's episode ended in the step being written.
+        self._ended_now = False
+        self.elapsed = np.zeros(num_envs, dtype=np.int64)
+        #: The legal actions of each sub-env's last observation (``None``: not reset yet).
+        self.legal: list[Any] = [None] * num_envs
+        self.truncated_key = codec.truncated_key
+        self.terminated_key = codec.terminated_key
+        # The fields of a reply that carry no info (the observation, truncation, metadata).
+        self._quiet_fields = frozenset(
+            k for k in (codec.key, codec.truncated_key, codec.terminated_key, "metadata") if k
+        )
+
+    # ------------------------------------------------------------------ writing replies
+
+    def write_rows(self, channel_indices: Sequence[int], result: BatchResult) -> list[int]:
+        """Decode one connection's observations into the batch; returns their sub-envs."""
+        indices = [channel_indices[k] for k in result.indices]
+        legal_key = self.codec.legal_key
+        if legal_key is not None and legal_key in result.fields:  # for action_masks()
+            column = result.fields[legal_key]
+            for k, i in enumerate(indices):
+                self.legal[i] = column[k]
+        try:
+            decoded = self.codec.decode_batch(result.fields, len(indices))
+        except OpenEnvGymError as exc:
+            exc.add_note(
+                f"(from sub-envs {indices} of the vector env, at {self._where(indices[0])})"
+            )
+            raise
+        if self.stacked:
+            if len(indices) == 1:
+                self.observations[indices[0]] = decoded[0]
+            else:
+                self.observations[indices] = decoded
+        else:
+            for k, i in enumerate(indices):
+                self._env_obs[i] = decoded[k]
+        return indices
+
+    def take_steps(
+        self,
+        channel_indices: Sequence[int],
+        result: BatchResult,
+        was_resetting: frozenset[int] | None,
+        infos: dict[str, Any],
+        ended: dict[int, dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Write one connection's step results; collect SAME_STEP episodes still to reset
+        (``ended``: sub-env -> its final info). ``was_resetting``: the sub-envs whose op was
+        the NEXT_STEP reset."""
+        indices = self.write_rows(channel_indices, result)
+        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
+        if (
+            len(indices) > 1
+            and not result.final
+            and not noisy
+            and self._take_plain_steps(indices, result, was_resetting, ended)
+        ):
+            return infos
+        rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
+        elapsed, limit = self.elapsed, self.max_episode_steps
+        truncated_key, terminated_key = self.truncated_key, self.terminated_key
+        truncated_column = result.fields.get(truncated_key) if truncated_key else None
+        # Our servers send the exact terminated flag too (both may be true on the last step).
+        terminated_column = result.fields.get(terminated_key) if terminated_key else None
+        for k, i in enumerate(indices):
+            if was_resetting is not None and i in was_resetting:
+                rewards[i] = 0.0
+                terminations[i] = False
+                truncations[i] = False
+                elapsed[i] = 0
+                if noisy:
+                    infos = self.add_row_info(infos, result, k, i)
+                continue
+            final = result.final.get(k)
+            if final is not None:  # ended and reset by the server in this round trip
+                truncated = bool(final.observation.get(truncated_key or "", False))
+                exact = final.observation.get(terminated_key) if terminated_key else None
+                reward, done = final.reward, final.done
+            else:
+                truncated = bool(truncated_column[k]) if truncated_column is not None else False
+                exact = terminated_column[k] if terminated_column is not None else None
+                reward, done = result.reward[k], result.done[k]
+            elapsed[i] += 1
+            if limit is not None and elapsed[i] >= limit:
+                truncated = True
+            terminated = bool(exact) if exact is not None else bool(done) and not truncated
+            rewards[i] = 0.0 if reward is None else reward
+            terminations[i] = terminated
+            truncations[i] = truncated
+            if terminated or truncated:
+                self._ended_now = True
+            if final is not None:
+                final_info = reply_info(self.codec, final)
+                final_obs = self.decode_one(i, final.observation)
+                infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+                elapsed[i] = 0
+                if noisy:
+                    infos = self.add_row_info(infos, result, k, i)
+            elif self.same_step and (terminated or truncated):
+                ended[i] = self.row_info(result, k) if noisy else {}
+            elif noisy:
+                infos = self.add_row_info(infos, result, k, i)
+        return infos
+
+    def _take_plain_steps(
+        self,
+        indices: list[int],
+        result: BatchResult,
+        was_resetting: frozenset[int] | None,
+        ended: dict[int, dict[str, Any]],
+    ) -> bool:
+        """:meth:`take_steps` for rows without a final reply or an info, written as whole
+        columns; ``False`` (nothing written) when the flag columns are not boolean."""
+        truncated_column = _flags(result.fields, self.truncated_key)
+        terminated_column = _flags(result.fields, self.terminated_key)
+        if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
+            return False
+        first, count = indices[0], len(indices)
+        rows: slice | list[int] = (
+            slice(first, first + count) if indices[-1] - first == count - 1 else indices
+        )
+        reward = result.reward
+        rewards = np.array([0.0 if r is None else r for r in reward] if None in reward else reward)
+        elapsed = self.elapsed[rows] + 1
+        truncated = np.zeros(count, np.bool_) if truncated_column is None else truncated_column
+        if terminated_column is not None:
+            terminated = terminated_column
+        else:
+            terminated = np.array(result.done, dtype=np.bool_) & ~truncated
+        if was_resetting is not None and not was_resetting.isdisjoint(indices):
+            # NEXT_STEP resets: a new episode, reward 0, neither flag
+            reset = np.fromiter((i in was_resetting for i in indices), np.bool_, count)
+            rewards[reset] = 0.0
+            elapsed[reset] = 0
+            terminated[reset] = False
+            truncated[reset] = False
+        if self.max_episode_steps is not None:
+            truncated |= elapsed >= self.max_episode_steps
+            if terminated_column is None:
+                terminated &= ~truncated
+        self.rewards[rows] = rewards
+        self.elapsed[rows] = elapsed
+        self.terminations[rows] = terminated
+        self.truncations[rows] = truncated
+        done = terminated | truncated
+        if done.any():
+            self._ended_now = True
+            if self.same_step:
+                for k in np.flatnonzero(done).tolist():
+                    ended[indices[k]] = {}
+        return True
+
+    def take_resets(
+        self, channel_indices: Sequence[int], result: BatchResult, infos: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Write one connection's reset results (and their infos)."""
+        indices = self.write_rows(channel_indices, result)
+        if result.metadata or not self._quiet_fields.issuperset(result.fields):
+            for k, i in enumerate(indices):
+                infos = self.add_row_info(infos, result, k, i)
+        return infos
+
+    def mark_reset(self, indices: Sequence[int]) -> None:
+        """The sub-envs ``indices`` start a new episode."""
+        self.terminations[indices] = False
+        self.truncations[indices] = False
+        self.autoreset[indices] = False
+        self.elapsed[indices] = 0
+        if self.pending_resets:
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+
+    def mark_reconnected(self, index: int) -> None:
+        """Sub-env ``index``'s episode ends here, truncated (its session was reopened)."""
+        self.rewards[index] = 0.0
+        self.terminations[index] = False
+        self.truncations[index] = True
+        self._ended_now = True
+
+    def end_step(self) -> None:
+        """After a step: which sub-envs the next step resets (none with SAME_STEP).
+
+        A step in which no episode ended leaves every flag false: no numpy work then.
+        """
+        if self._ended_now and not self.same_step:
+            np.logical_or(self.terminations, self.truncations, out=self.autoreset)
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+        elif self.pending_resets:
+            self.autoreset[:] = False
+            self.pending_resets = []
+        self._ended_now = False
+
+    # ------------------------------------------------------------------ observations
+
+    def decode_one(self, index: int, observation: Mapping[str, Any]) -> Any:
+        """One observation of sub-env ``index``, decoded by the codec."""
+        try:
+            return self.codec.decode(observation)
+        except OpenEnvGymError as exc:
+            exc.add_note(f"(from sub-env {index} of the vector env, at {self._where(index)})")
+            raise
+
+    def finish(self) -> None:
+        """Batch the per-sub-env observations of non-Box spaces (once every one is known)."""
+        if not self.stacked and all(o is not None for o in self._env_obs):
+            self.observations = concatenate(self.codec.space, self._env_obs, self.observations)
+
+    def observation_of(self, index: int) -> Any:
+        """A copy of sub-env ``index``'s current observation."""
+        if self.stacked:
+            return np.array(self.observations[index])
+        return copy.deepcopy(self._env_obs[index])
+
+    # ------------------------------------------------------------------ infos
+
+    def row_info(self, result: BatchResult, position: int) -> dict[str, Any]:
+        """The info of one position of a result (as the single env makes it)."""
+        return reply_info(self.codec, result.reply(position))
+
+    def add_row_info(
+        self, infos: dict[str, Any], result: BatchResult, position: int, index: int
+    ) -> dict[str, Any]:
+        """``infos`` with the (non-empty) info of one position added for sub-env ``index``."""
+        info = self.row_info(result, position)
+        return self._add_info(infos, info, index) if info else infos
+
+
+def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:
+    """The boolean column ``key`` of a result as a new array; ``None`` when there is no such
+    field, ``False`` when it holds anything but booleans (the row-by-row path decides)."""
+    column = fields.get(key) if key else None
+    if column is None:
+        return None
+    if isinstance(column, np.ndarray):
+        return column.copy() if column.dtype == np.bool_ else False
+    if isinstance(column, list) and _BOOL_ONLY.issuperset(map(type, column)):
+        return np.array(column, dtype=np.bool_)
+    return False
+
+
+_BOOL_ONLY = frozenset({bool})
+
+__all__ = ["BatchBuffers"]

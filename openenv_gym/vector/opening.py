@@ -1,0 +1,261 @@
+"""Opening a vector env's connections to one server: batched where it agrees, else plain.
+
+Against our servers every connection carries several sessions (``openenv-gym.batch.v1``):
+one connection per worker process (per Unix socket of an embedded server, or as many as
+``GET /capacity`` names workers), the sub-envs spread evenly over them, each connection's
+sessions opened with one ``batch_open``. A server that does not agree to the subprotocol
+(an official ``openenv`` server) gets one plain session per sub-env instead, each probed
+with a ``state`` request: a session the server refused answers ``CAPACITY_REACHED``.
+
+Connections open in a small thread pool (each is a TCP connect and a handshake: a remote
+server's round trips overlap); everything else is blocking calls in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
+from openenv_gym.client.exchange import exchange_many
+from openenv_gym.errors import (
+    CapacityReachedError,
+    OpenEnvGymError,
+    ProtocolError,
+    ServerReplyError,
+)
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, batch_open_message, check_batch_opened
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, parse_frame
+from openenv_gym.wire.messages import encode_message, state_message
+from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
+
+#: The ``state`` request (a session accepted by a server answers it; a refused one gets
+#: ``CAPACITY_REACHED``).
+STATE_FRAME: Final = encode_message(state_message())
+#: Connections opened at once (threads), per server.
+PARALLEL_OPENS: Final = 8
+
+
+@dataclass(eq=False)
+class Channel:
+    """One connection and the sub-envs on it: K on a batch connection, else one.
+
+    Attributes:
+        session: The connection.
+        indices: The sub-envs it carries, in the order of the server's sessions.
+        shared: Reads the arrays the server puts in shared memory (a batch connection
+            that agreed to it, see :mod:`openenv_gym.wire.shared_memory`).
+    """
+
+    session: BlockingConnection
+    indices: list[int]
+    shared: SharedArrayReader | None = None
+
+    @property
+    def batch(self) -> bool:
+        """Whether this is an ``openenv-gym.batch.v1`` connection (K sessions)."""
+        return self.session.batch
+
+
+class SessionsRefusedError(Exception):
+    """Sessions a server refused with ``CAPACITY_REACHED`` while opening (internal)."""
+
+    def __init__(self, refused: int) -> None:
+        super().__init__(f"{refused} sessions refused")
+        self.refused = refused
+
+
+@dataclass(frozen=True)
+class Opener:
+    """How the connections of one vector env are opened.
+
+    Attributes:
+        options: ``connect_timeout``, ``reply_timeout``, ``max_message_size``, ``headers``
+            and ``token``.
+        encoding: The ``encoding=`` of the vector env (``"json"``: no binary frames, no
+            batching).
+        batch: Offer ``openenv-gym.batch.v1``.
+        truncated_key: The ``x-truncated-key`` field (SAME_STEP autoreset on the server).
+    """
+
+    options: Mapping[str, Any]
+    encoding: str
+    batch: bool
+    truncated_key: str | None
+
+    @property
+    def reply_timeout(self) -> float:
+        return float(self.options["reply_timeout"])
+
+    def open_group(
+        self, url: str, indices: list[int], sockets: Sequence[str], workers: int
+    ) -> list[Channel]:
+        """Connections for the sub-envs ``indices`` of the server at ``url``.
+
+        Args:
+            sockets: The server's Unix sockets (a server this env started), or none.
+            workers: Its worker processes (``GET /capacity``; 1 when unknown).
+
+        Raises:
+            SessionsRefusedError: The server refused sessions (``CAPACITY_REACHED``).
+            OpenEnvGymError: Connecting failed.
+        """
+        plain: list[BlockingConnection] = []
+        if self.batch:
+            count = min(len(indices), len(sockets) or workers)
+            first = self.connect(url, sockets, range(count), batch=True)
+            if all(connection.batch for connection in first):
+                if not sockets and count > 1:
+                    first = self._spread_over_workers(url, first)
+                return self._open_batches(first, indices)
+            plain = first  # an official server: one session per connection
+        try:
+            rest = self.connect(url, sockets, range(len(plain), len(indices)), batch=False)
+        except BaseException:
+            close_all(plain)
+            raise
+        connections = [*plain, *rest]
+        replies = exchange_many(connections, [STATE_FRAME] * len(connections), self.reply_timeout)
+        refused = 0
+        failure: BaseException | None = None
+        for connection, raw in zip(connections, replies, strict=True):
+            if isinstance(raw, BaseException):
+                failure = failure or raw
+                continue
+            try:
+                parse_frame(raw, url=connection.url)
+            except CapacityReachedError:
+                refused += 1
+            except (ServerReplyError, ProtocolError):
+                pass  # the session is open; the env just does not serve ``state``
+        if refused or failure is not None:
+            close_all(connections)
+            raise failure if failure is not None else SessionsRefusedError(refused)
+        return [Channel(c, [i]) for c, i in zip(connections, indices, strict=True)]
+
+    def connect(
+        self, url: str, sockets: Sequence[str], slots: range, *, batch: bool
+    ) -> list[BlockingConnection]:
+        """Open one connection per slot (spread over the server's Unix sockets).
+
+        Raises:
+            OpenEnvGymError: One failed (the others are closed).
+        """
+        options = self.options
+        ws_url = ws_url_or_raise(url)
+        offered: list[str] = []
+        if self.encoding != "json":
+            offered = [BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL] if batch else [BINARY_SUBPROTOCOL]
+
+        def open_one(slot: int) -> BlockingConnection:
+            return BlockingConnection.open(
+                ws_url,
+                connect_timeout=options["connect_timeout"],
+                reply_timeout=options["reply_timeout"],
+                max_message_size=options["max_message_size"],
+                headers=options["headers"],
+                subprotocols=offered,
+                token=options.get("token"),
+                unix_path=sockets[slot % len(sockets)] if sockets else None,
+            )
+
+        if len(slots) <= 1:
+            connections = [open_one(slot) for slot in slots]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(len(slots), PARALLEL_OPENS), thread_name_prefix="openenv-gym-open"
+            ) as pool:
+                futures = [pool.submit(open_one, slot) for slot in slots]
+            connections = [f.result() for f in futures if f.exception() is None]
+            for future in futures:
+                failure = future.exception()
+                if failure is not None:
+                    close_all(connections)
+                    raise failure
+        if self.encoding == "binary":
+            for connection in connections:
+                if not connection.binary:
+                    close_all(connections)
+                    raise binary_refused(url)
+        return connections
+
+    def _spread_over_workers(
+        self, url: str, connections: list[BlockingConnection]
+    ) -> list[BlockingConnection]:
+        """Connections on distinct worker processes, as many as ``connections``.
+
+        The kernel hands connections to a multi-worker server's processes by a hash, so two
+        may land on one process while another idles; replace such duplicates (a few tries).
+        """
+        kept: dict[str | None, BlockingConnection] = {}
+        spare: list[BlockingConnection] = []
+        for connection in connections:
+            if connection.worker in kept:
+                spare.append(connection)
+            else:
+                kept[connection.worker] = connection
+        tries = 4 * len(connections)
+        while spare and tries > 0 and None not in kept:
+            tries -= 1
+            (candidate,) = self.connect(url, [], range(1), batch=True)
+            if candidate.worker in kept or not candidate.batch:
+                candidate.close()
+                continue
+            kept[candidate.worker] = candidate
+            spare.pop().close()
+        return [*kept.values(), *spare]
+
+    def _open_batches(
+        self, connections: list[BlockingConnection], indices: list[int]
+    ) -> list[Channel]:
+        """Open ``len(indices)`` sessions spread evenly over the batch ``connections``."""
+        share, extra = divmod(len(indices), len(connections))
+        chunks: list[list[int]] = []
+        start = 0
+        for k in range(len(connections)):
+            size = share + (1 if k < extra else 0)
+            chunks.append(indices[start : start + size])
+            start += size
+        probe = ProbeFile.create()  # shared memory, if the server shares our /dev/shm
+        offer = probe.offer() if probe is not None else None
+        frames = [
+            encode_message(batch_open_message(len(chunk), self.truncated_key, offer))
+            for chunk in chunks
+        ]
+        try:
+            replies = exchange_many(connections, frames, self.reply_timeout)
+        finally:
+            if probe is not None:
+                probe.close()
+        refused = 0
+        failure: BaseException | None = None
+        shared: list[bool] = []
+        for chunk, raw in zip(chunks, replies, strict=True):
+            if isinstance(raw, BaseException):
+                failure = failure or raw
+                continue
+            try:
+                shared.append(check_batch_opened(raw, len(chunk)))
+            except CapacityReachedError:
+                refused += len(chunk)
+            except OpenEnvGymError as exc:
+                failure = failure or exc
+        if refused or failure is not None:
+            close_all(connections)
+            raise failure if failure is not None else SessionsRefusedError(refused)
+        return [
+            Channel(c, chunk, SharedArrayReader() if agreed else None)
+            for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
+        ]
+
+
+def close_all(connections: Sequence[BlockingConnection]) -> None:
+    """Close every connection (saying ``close`` to the server). Never raises."""
+    farewell = encode_message({"type": "close"})
+    for connection in connections:
+        connection.close(farewell)
+
+
+__all__ = ["STATE_FRAME", "Channel", "Opener", "SessionsRefusedError", "close_all"]
