@@ -35,8 +35,8 @@ from typing import BinaryIO, Final
 #: The label naming the reaper that removes a container (value: the reaper's key).
 REAPER_LABEL: Final = "org.openenv-gym.reaper"
 
-#: The watcher: detach, wait for end-of-file on stdin, remove the labelled containers.
-#: ``python -I`` (no current directory, no PYTHONPATH): only the installed ``docker`` SDK.
+#: The watcher: detach, wait for end-of-file on stdin, remove the labelled containers. It
+#: runs with its owner's interpreter and environment, so it finds the same ``docker`` SDK.
 _WATCHER: Final = """\
 import os, sys
 if os.fork():
@@ -94,7 +94,7 @@ class ContainerReaper:
             # The first process forks the watcher and exits: run() returns when it is
             # detached. Only the watcher keeps the read end; only we keep the write end.
             subprocess.run(
-                [sys.executable, "-I", "-c", _WATCHER, f"{REAPER_LABEL}={key}"],
+                [sys.executable, "-c", _WATCHER, f"{REAPER_LABEL}={key}"],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
