@@ -52,7 +52,9 @@ while True:
         break
 import docker
 client = docker.from_env(timeout=30)
-for container in client.containers.list(all=True, filters={"label": sys.argv[1]}):
+# ignore_removed: a container removed while it is listed is not an error
+mine = client.containers.list(all=True, filters={"label": sys.argv[1]}, ignore_removed=True)
+for container in mine:
     try:
         container.remove(force=True)
     except Exception:

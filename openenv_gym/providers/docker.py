@@ -125,7 +125,9 @@ def remove_orphans(client: Any = None) -> list[str]:
     client = client if client is not None else docker_client()
     host = socket.gethostname()
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    for container in client.containers.list(
+        all=True, filters={"label": LABEL}, ignore_removed=True
+    ):
         labels = container.labels or {}
         if labels.get(OWNER_HOST_LABEL) != host:
             continue

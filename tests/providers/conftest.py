@@ -44,4 +44,7 @@ def gymnasium_image(docker_engine: Any) -> str:
 
 def our_container_ids(client: Any) -> set[str]:
     """Ids of every container (running or not) carrying our provider label."""
-    return {c.id for c in client.containers.list(all=True, filters={"label": LABEL})}
+    return {
+        c.id
+        for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
+    }

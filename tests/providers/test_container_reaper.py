@@ -24,7 +24,10 @@ TEST_LABEL = "org.openenv-gym.test-reaper"
 
 
 def labelled(client: Any, label: str) -> set[str]:
-    return {c.id for c in client.containers.list(all=True, filters={"label": label})}
+    return {
+        c.id
+        for c in client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    }
 
 
 def wait_until_gone(client: Any, label: str, timeout: float = 30.0) -> bool:

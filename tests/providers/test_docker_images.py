@@ -84,12 +84,20 @@ def test_vector_env_runs_one_container_per_group_of_sessions(docker_engine: Any)
     try:
         ids = {server.container_id for server in venv.servers}  # type: ignore[attr-defined]
         assert len(ids) == 2
-        running = {c.id for c in docker_engine.containers.list(filters={"label": LABEL})}
+        running = {
+            c.id
+            for c in docker_engine.containers.list(filters={"label": LABEL}, ignore_removed=True)
+        }
         assert ids <= running
         obs, _ = venv.reset(seed=1)
         assert obs.shape == (4, 4)
         venv.step(np.ones(4, dtype=np.int64))
     finally:
         venv.close()
-    left = {c.id for c in docker_engine.containers.list(all=True, filters={"label": LABEL})}
+    left = {
+        c.id
+        for c in docker_engine.containers.list(
+            all=True, filters={"label": LABEL}, ignore_removed=True
+        )
+    }
     assert not ids & left
