@@ -349,6 +349,19 @@ def binary_refused(url: str) -> BinaryEncodingRefusedError:
     )
 
 
+def offered_subprotocols(
+    encoding: str, extra: Sequence[str] = (), *, batch: bool = False
+) -> list[str]:
+    """The WebSocket subprotocols a client offers: ``extra``, with the binary encoding first
+    unless ``encoding="json"``, and the batch protocol before it when ``batch``."""
+    offered = list(extra)
+    if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
+        offered.insert(0, BINARY_SUBPROTOCOL)
+    if batch and BATCH_SUBPROTOCOL not in offered:
+        offered.insert(0, BATCH_SUBPROTOCOL)
+    return offered
+
+
 def ws_url_or_raise(base_url: str) -> str:
     """The ``ws://`` (``wss://``) URL of the session endpoint of ``base_url``.
 
@@ -366,6 +379,7 @@ def _read_handshake(
 ) -> tuple[Response | None, list[Frame]]:
     """The server's handshake response (``None`` when it was not valid HTTP: then
     ``protocol.handshake_exc`` says why) and the frames that came right behind it."""
+    ended = False
     while True:
         events = protocol.events_received()
         for k, event in enumerate(events):
@@ -373,6 +387,12 @@ def _read_handshake(
                 return event, [e for e in events[k + 1 :] if isinstance(e, Frame)]
         if protocol.handshake_exc is not None:
             return None, []
+        if ended:
+            raise ServerConnectionError(
+                f"{url} closed the connection during the WebSocket handshake; the server may "
+                "be starting or restarting",
+                url=url,
+            )
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
             data = sock.recv(_CHUNK)
@@ -389,19 +409,9 @@ def _read_handshake(
             ) from exc
         if data:
             protocol.receive_data(data)
-            continue
-        protocol.receive_eof()
-        events = protocol.events_received()
-        for k, event in enumerate(events):
-            if isinstance(event, Response):
-                return event, [e for e in events[k + 1 :] if isinstance(e, Frame)]
-        if protocol.handshake_exc is not None:
-            return None, []
-        raise ServerConnectionError(
-            f"{url} closed the connection during the WebSocket handshake; the server may "
-            "be starting or restarting",
-            url=url,
-        )
+        else:
+            protocol.receive_eof()
+            ended = True  # what the server sent is parsed once more, then it is over
 
 
 def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -> NoReturn:
@@ -424,4 +434,10 @@ def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -
     raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
-__all__ = ["WORKER_HEADER", "BlockingConnection", "binary_refused", "ws_url_or_raise"]
+__all__ = [
+    "WORKER_HEADER",
+    "BlockingConnection",
+    "binary_refused",
+    "offered_subprotocols",
+    "ws_url_or_raise",
+]

@@ -41,7 +41,12 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
-from openenv_gym.client.blocking import WORKER_HEADER, binary_refused, ws_url_or_raise
+from openenv_gym.client.blocking import (
+    WORKER_HEADER,
+    binary_refused,
+    offered_subprotocols,
+    ws_url_or_raise,
+)
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
     auth_error,
@@ -175,11 +180,7 @@ class Session:
         """
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
-        offered = list(subprotocols or ())
-        if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
-            offered.insert(0, BINARY_SUBPROTOCOL)
-        if batch and BATCH_SUBPROTOCOL not in offered:
-            offered.insert(0, BATCH_SUBPROTOCOL)
+        offered = offered_subprotocols(encoding, subprotocols or (), batch=batch)
         token = resolve_token(token)
         options: dict[str, Any] = {
             "compression": None,

@@ -16,7 +16,12 @@ from websockets.exceptions import InvalidURI
 from websockets.proxy import get_proxy
 from websockets.uri import parse_uri
 
-from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
+from openenv_gym.client.blocking import (
+    BlockingConnection,
+    binary_refused,
+    offered_subprotocols,
+    ws_url_or_raise,
+)
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
 from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.session import (
@@ -86,9 +91,7 @@ class SyncSession:
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
         if is_loopback_url(url) or not _needs_asyncio_proxy(url):
-            offered = list(subprotocols or ())
-            if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
-                offered.insert(0, BINARY_SUBPROTOCOL)
+            offered = offered_subprotocols(encoding, subprotocols or ())
             connection = BlockingConnection.open(
                 url,
                 connect_timeout=connect_timeout,

@@ -18,7 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.client.blocking import BlockingConnection, binary_refused, ws_url_or_raise
+from openenv_gym.client.blocking import (
+    BlockingConnection,
+    binary_refused,
+    offered_subprotocols,
+    ws_url_or_raise,
+)
 from openenv_gym.client.exchange import exchange_many
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -26,8 +31,8 @@ from openenv_gym.errors import (
     ProtocolError,
     ServerReplyError,
 )
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, batch_open_message, check_batch_opened
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, parse_frame
+from openenv_gym.wire.batch import batch_open_message, check_batch_opened
+from openenv_gym.wire.binary import parse_frame
 from openenv_gym.wire.messages import encode_message, state_message
 from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
 
@@ -149,9 +154,8 @@ class Opener:
         """
         options = self.options
         ws_url = ws_url_or_raise(url)
-        offered: list[str] = []
-        if self.encoding != "json":
-            offered = [BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL] if batch else [BINARY_SUBPROTOCOL]
+        # Batching rides on the binary encoding: JSON sessions are never batched.
+        offered = offered_subprotocols(self.encoding, batch=batch and self.encoding != "json")
 
         def open_one(slot: int) -> BlockingConnection:
             return BlockingConnection.open(
