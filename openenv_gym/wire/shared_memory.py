@@ -49,7 +49,9 @@ SHM_DIR: Final = "/dev/shm" if os.path.isdir("/dev/shm") else None
 #: Arrays of at least this many bytes (the stacked batch) go through shared memory.
 MIN_SHARED_BYTES: Final = 64 * 1024
 _PREFIX: Final = "openenv-gym-"
-_NAME: Final = re.compile(r"openenv-gym-(?:probe-[0-9a-f]{32}|\d+-[0-9a-f]{16}-\d+)")
+#: A server's file: ``openenv-gym-<server pid>-<16 hex>-<n>``.
+_SERVER_FILE: Final = re.compile(r"openenv-gym-(\d+)-[0-9a-f]{16}-\d+")
+_NAME: Final = re.compile(rf"openenv-gym-probe-[0-9a-f]{{32}}|{_SERVER_FILE.pattern}")
 _TOKEN: Final = re.compile(r"[0-9a-f]{32}")
 
 
@@ -253,7 +255,7 @@ def remove_stale_files() -> int:
         return 0
     removed = 0
     for entry in os.listdir(SHM_DIR):
-        match = re.fullmatch(r"openenv-gym-(\d+)-[0-9a-f]{16}-\d+", entry)
+        match = _SERVER_FILE.fullmatch(entry)
         if match is None:
             continue
         pid = int(match.group(1))
