@@ -44,7 +44,7 @@ class BodyRequestReader:
     ) -> None:
         self._transport = transport
         self._answer = answer
-        self._data = b""
+        self._data = bytearray()  # grows in place: a big body arrives in many reads
         self._answering = False
 
     def feed(self, data: bytes) -> None:
@@ -54,7 +54,7 @@ class BodyRequestReader:
         self._data += data
         self._read_request(self._data)
 
-    def _read_request(self, data: bytes) -> None:
+    def _read_request(self, data: bytearray) -> None:
         end = data.find(b"\r\n\r\n")
         if end < 0:
             if len(data) > MAX_HEAD_BYTES:
@@ -83,11 +83,11 @@ class BodyRequestReader:
         if length < 0 or length > MAX_BODY_BYTES:
             self._reply(413, {"detail": f"Content Too Large: at most {MAX_BODY_BYTES} bytes"})
             return
-        body = data[end + 4 : end + 4 + length]
-        if len(body) < length:
+        if len(data) - (end + 4) < length:
             return  # wait for the rest
+        body = bytes(data[end + 4 : end + 4 + length])
         self._answering = True
-        self._data = b""
+        self._data = bytearray()
         task = asyncio.get_running_loop().create_task(
             self._answer_and_close(parts[0], parts[1], headers, body)
         )
@@ -106,7 +106,7 @@ class BodyRequestReader:
 
     def _reply(self, status: int, body: Any) -> None:
         self._answering = True
-        self._data = b""
+        self._data = bytearray()
         self._write(json_response(status, body).serialize())
 
     def _write(self, data: bytes) -> None:
