@@ -43,6 +43,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_ENCODING,
@@ -165,6 +166,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reset_kwargs: Extra keys sent with every reset (``options`` are merged over them).
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
+        busy_poll: Seconds to wait for a reply awake (spinning, yielding the core to any
+            other runnable process) before sleeping: on virtual machines it saves the
+            wake-up cost of a fast reply; it pauses by itself for slow replies
+            (:mod:`openenv_gym.busy_poll`). ``0`` sleeps at once.
         max_message_size: Largest reply frame accepted, in bytes.
         headers: Extra HTTP headers for the WebSocket handshake.
         token: A bearer token for servers that require one (``--token``); default: the
@@ -207,6 +212,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reset_kwargs: Mapping[str, Any] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
@@ -246,6 +252,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self._connect_options: dict[str, Any] = {
                 "connect_timeout": connect_timeout,
                 "reply_timeout": reply_timeout,
+                "busy_poll": check_busy_poll(busy_poll),
                 "max_message_size": max_message_size,
                 "headers": dict(headers or {}),
                 "token": self._token,
@@ -284,6 +291,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 self.base_url,
                 connect_timeout=options["connect_timeout"],
                 reply_timeout=options["reply_timeout"],
+                busy_poll=options["busy_poll"],
                 max_message_size=options["max_message_size"],
                 headers=options["headers"],
                 encoding=self.encoding,

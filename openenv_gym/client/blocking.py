@@ -43,6 +43,7 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client import keepalive
 from openenv_gym.client.http import auth_error, auth_headers, resolve_token
 from openenv_gym.client.sockets import open_socket
@@ -79,8 +80,12 @@ class BlockingConnection:
         url: str,
         reply_timeout: float,
         unix_path: str | None = None,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
     ) -> None:
         self._sock = sock
+        #: Spins after a request, waiting for the reply awake (:mod:`openenv_gym.busy_poll`).
+        self._poller = BusyPoller(busy_poll)
+        self._poller.register(sock.fileno())
         self._protocol = protocol
         self._response = response
         self._pending: collections.deque[str | bytes] = collections.deque()
@@ -129,9 +134,13 @@ class BlockingConnection:
         subprotocols: Sequence[str] = (),
         token: str | None = None,
         unix_path: str | None = None,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
     ) -> BlockingConnection:
         """Connect to the ``ws://`` or ``wss://`` URL ``url`` (through ``unix_path`` when
         given), and have :mod:`~openenv_gym.client.keepalive` answer its pings while idle.
+
+        ``busy_poll`` is the longest spin, in seconds, waiting awake for a reply before
+        sleeping (:mod:`openenv_gym.busy_poll`; ``0``: sleep at once).
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -166,7 +175,13 @@ class BlockingConnection:
             sock.close()
             _raise_handshake_error(protocol.handshake_exc, url, token)
         connection = cls(
-            sock, protocol, response, url=url, reply_timeout=reply_timeout, unix_path=unix_path
+            sock,
+            protocol,
+            response,
+            url=url,
+            reply_timeout=reply_timeout,
+            unix_path=unix_path,
+            busy_poll=busy_poll,
         )
         for frame in frames:
             connection._take_frame(frame)
@@ -231,9 +246,13 @@ class BlockingConnection:
             ReplyTimeoutError, ConnectionLostError: As :meth:`receive` (the connection is
                 closed).
         """
-        self._sock.settimeout(timeout)
+        sock = self._sock
+        poller = self._poller
+        if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+            poller.spin()  # awake until the reply lands, or the budget is spent
+        sock.settimeout(timeout)
         try:
-            data = self._sock.recv(_CHUNK)
+            data = sock.recv(_CHUNK)
         except TimeoutError as exc:
             self.abort()
             raise ReplyTimeoutError(
@@ -246,6 +265,7 @@ class BlockingConnection:
         except OSError as exc:
             self.abort()
             raise self._lost("broke", str(exc)) from exc
+        poller.arrived()
         if data:
             self._protocol.receive_data(data)
         else:

@@ -44,7 +44,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from openenv_gym.server.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
 from openenv_gym.server.connection import (
     MessageHandler,
     ServerConnection,
@@ -111,7 +111,7 @@ class OpenEnvServer:
         token: A bearer token clients must send (``Authorization: Bearer``) on every route
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
         busy_poll: Seconds to spin on the connections after a reply, waiting for the next
-            request awake (:mod:`openenv_gym.server.busy_poll`); ``0`` sleeps at once.
+            request awake (:mod:`openenv_gym.busy_poll`); ``0`` sleeps at once.
 
     Raises:
         ValueError: A limit is not positive.
@@ -193,16 +193,19 @@ class OpenEnvServer:
         """The number of open sessions."""
         return self.sessions.active_sessions
 
-    def capacity(self) -> dict[str, int]:
+    def capacity(self) -> dict[str, Any]:
         """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A,
-        "workers": W, "pid": P}`` (counts over all ``W`` worker processes; ``pid`` of the
-        answering worker). A batching client opens one connection per worker."""
+        "workers": W, "pid": P, "step_seconds": S}`` (counts over all ``W`` worker
+        processes; ``pid`` of the answering worker; ``S``: seconds per environment step in
+        it, or ``null``, see :mod:`openenv_gym.server.step_cost`). A batching client opens
+        one connection per worker whose share of the sessions is worth it."""
         budget = self.sessions.budget
         return {
             "max_sessions": budget.limit,
             "active_sessions": budget.active,
             "workers": self.workers,
             "pid": os.getpid(),
+            "step_seconds": self.sessions.step_seconds(),
         }
 
     async def start(

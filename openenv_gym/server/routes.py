@@ -16,8 +16,9 @@ long (an Atari emulator: ~90 ms): that happens once, in a worker thread, never o
 loop, and the answer is kept, so these routes cost a dictionary lookup afterwards and cannot
 slow the sessions of the server down however often they are called. (Every fresh environment
 has the same initial state, so one answer serves all.)
-* ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A}`` (our extension, added by
-  :class:`~openenv_gym.server.OpenEnvServer`; clients use it before opening many sessions)
+* ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A, "workers": W,
+  "step_seconds": S}`` (our extension, added by :class:`~openenv_gym.server.OpenEnvServer`;
+  clients use it before opening many sessions)
 * anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
 
 With a ``token``, every route but ``/health`` (and the WebSocket handshake) needs

@@ -28,7 +28,13 @@ from openenv_gym.errors import (
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.backoff import Backoff
-from openenv_gym.vector.opening import Channel, Opener, SessionsRefusedError, close_all
+from openenv_gym.vector.opening import (
+    Channel,
+    Opener,
+    SessionsRefusedError,
+    close_all,
+    worker_connections,
+)
 from openenv_gym.vector.options import make_template
 from openenv_gym.vector.round_trip import Op, Pending, build_frames, parse_reply
 from openenv_gym.wire.batch import BatchResult, batch_state_message, parse_batch_states
@@ -85,6 +91,8 @@ class Fleet:
         self.providers: dict[str, ServerProvider] = {}
         #: Worker processes per URL, as ``GET /capacity`` said.
         self.workers: dict[str, int] = {}
+        #: Seconds per environment step each server reported (``GET /capacity``).
+        self.step_seconds: dict[str, float] = {}
         self.reply_timeout = 60.0
         #: How reconnect() spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
@@ -166,6 +174,8 @@ class Fleet:
             )
             if capacity.workers is not None:
                 self.workers[url] = capacity.workers
+            if capacity.step_seconds is not None:
+                self.step_seconds[url] = capacity.step_seconds
             if capacity.free is not None:
                 known.add(url)
                 accepted[url] = capacity.free
@@ -204,7 +214,11 @@ class Fleet:
         for url, group in groups.items():
             try:
                 workers = self.workers.get(url, 1)
-                outcomes.append(opener.open_group(url, group, self.unix_sockets(url), workers))
+                sockets = self.unix_sockets(url)
+                count = worker_connections(
+                    len(group), len(sockets) or workers, self.step_seconds.get(url)
+                )
+                outcomes.append(opener.open_group(url, group, sockets, count))
             except (OpenEnvGymError, SessionsRefusedError) as exc:
                 outcomes.append(exc)
         opened = [c for outcome in outcomes if isinstance(outcome, list) for c in outcome]

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 import warnings
@@ -195,6 +196,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         screen, reward, terminated, truncated, info = self._env.step(action_id)
         self._state.step_count += 1
         return self._observation(screen, info, float(reward), bool(terminated or truncated))
+
+    def sample_action(self) -> dict[str, Any]:
+        """A random legal action, as ``step`` data (for :mod:`openenv_gym.server.step_cost`)."""
+        return {"action_id": random.randrange(self._n_actions)}
 
     def _observation(
         self, screen: np.ndarray, info: Mapping[str, Any], reward: float | None, done: bool
