@@ -11,7 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from openenv_gym import OpenEnvEnv, OpenEnvVectorEnv
-from openenv_gym.busy_poll import MAX_MISSES, BusyPoller, check_busy_poll
+from openenv_gym.busy_poll import (
+    MAX_MISSES,
+    NAP_OVERSHOOT,
+    NAP_SHARE,
+    BusyPoller,
+    check_busy_poll,
+)
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import EnvConfigError
 from openenv_gym.server.thread import ServerThread
@@ -47,6 +53,30 @@ def test_busy_poller_returns_on_data_and_stops_spinning_for_slow_peers() -> None
         poller.unregister(left.fileno())
         poller.unregister(left.fileno())  # unknown: ignored
         assert poller.spin() is False
+    finally:
+        left.close()
+        right.close()
+
+
+def test_a_hybrid_spin_naps_through_part_of_the_usual_wait() -> None:
+    left, right = socket.socketpair()
+    try:
+        poller = BusyPoller(budget=0.05, hybrid=True)
+        poller.register(left.fileno())
+        assert poller.usual_wait is None
+        right.send(b"x")
+        assert poller.spin() is True  # no usual wait yet: no nap
+        first = poller.usual_wait
+        assert first is not None
+        assert first < 0.05
+        left.recv(1)
+        poller.usual_wait = 0.02  # as if replies took 20 ms
+        right.send(b"y")
+        started = time.perf_counter()
+        assert poller.spin() is True
+        assert time.perf_counter() - started >= 0.02 * NAP_SHARE - NAP_OVERSHOOT
+        # The wait it measured (the nap's length) pulls the average down, not up.
+        assert poller.usual_wait < 0.02
     finally:
         left.close()
         right.close()

@@ -81,11 +81,13 @@ class BlockingConnection:
         reply_timeout: float,
         unix_path: str | None = None,
         busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
+        poller: BusyPoller | None = None,
     ) -> None:
         self._sock = sock
+        self._fd = sock.fileno()
         #: Spins after a request, waiting for the reply awake (:mod:`openenv_gym.busy_poll`).
-        self._poller = BusyPoller(busy_poll)
-        self._poller.register(sock.fileno())
+        self._poller = poller if poller is not None else BusyPoller(busy_poll, hybrid=True)
+        self._poller.register(self._fd)
         self._protocol = protocol
         self._response = response
         self._pending: collections.deque[str | bytes] = collections.deque()
@@ -135,12 +137,15 @@ class BlockingConnection:
         token: str | None = None,
         unix_path: str | None = None,
         busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
+        poller: BusyPoller | None = None,
     ) -> BlockingConnection:
         """Connect to the ``ws://`` or ``wss://`` URL ``url`` (through ``unix_path`` when
         given), and have :mod:`~openenv_gym.client.keepalive` answer its pings while idle.
 
         ``busy_poll`` is the longest spin, in seconds, waiting awake for a reply before
-        sleeping (:mod:`openenv_gym.busy_poll`; ``0``: sleep at once).
+        sleeping (:mod:`openenv_gym.busy_poll`; ``0``: sleep at once). A vector env passes
+        one ``poller`` for all its connections instead: a round trip's wait is one spin,
+        which ends when the first reply lands.
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -182,6 +187,7 @@ class BlockingConnection:
             reply_timeout=reply_timeout,
             unix_path=unix_path,
             busy_poll=busy_poll,
+            poller=poller,
         )
         for frame in frames:
             connection._take_frame(frame)
@@ -340,6 +346,7 @@ class BlockingConnection:
     def abort(self) -> None:
         """Drop the connection at once. Idempotent, never raises."""
         self.closed = True
+        self._poller.unregister(self._fd)
         keepalive.forget(self)
         with contextlib.suppress(OSError):
             self._sock.close()

@@ -18,6 +18,7 @@ import concurrent.futures
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_many, send_many
@@ -94,6 +95,7 @@ class Fleet:
         #: Seconds per environment step each server reported (``GET /capacity``).
         self.step_seconds: dict[str, float] = {}
         self.reply_timeout = 60.0
+        self.poller: BusyPoller | None = None
         #: How reconnect() spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
 
@@ -101,6 +103,10 @@ class Fleet:
         """Take the session options (timeouts, message size, headers, token)."""
         self.connect_options = dict(connect_options)
         self.reply_timeout = float(connect_options["reply_timeout"])
+        #: One busy-poller for every connection: the wait of a round trip is one spin.
+        self.poller = BusyPoller(
+            connect_options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL), hybrid=True
+        )
 
     @property
     def sessions(self) -> list[BlockingConnection]:
@@ -209,6 +215,7 @@ class Fleet:
             self.batch,
             self.truncated_key,
             borrow_shared=self.borrow_shared,
+            poller=self.poller,
         )
         outcomes: list[list[Channel] | BaseException] = []
         for url, group in groups.items():

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client.blocking import (
     BlockingConnection,
     binary_refused,
@@ -90,6 +90,8 @@ class Opener:
         borrow_shared: Read shared-memory arrays as views (see
             :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`): the caller copies
             every row out before its next request.
+        poller: The busy-poller of all the vector env's connections (``None``: one each,
+            with ``options["busy_poll"]``).
     """
 
     options: Mapping[str, Any]
@@ -97,6 +99,7 @@ class Opener:
     batch: bool
     truncated_key: str | None
     borrow_shared: bool = False
+    poller: BusyPoller | None = None
 
     @property
     def reply_timeout(self) -> float:
@@ -173,6 +176,7 @@ class Opener:
                 token=options.get("token"),
                 unix_path=sockets[slot % len(sockets)] if sockets else None,
                 busy_poll=options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL),
+                poller=self.poller,
             )
 
         if len(slots) <= 1:
