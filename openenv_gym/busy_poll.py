@@ -20,11 +20,13 @@ The spin is adaptive, bounded and polite:
   process never keeps a runnable one (a server worker stepping its envs, the learner) off
   its core: spinning uses only a core that would otherwise idle;
 * **hybrid** (the client's): like the Linux block layer's hybrid polling, it first sleeps
-  through part of the usual wait (:data:`NAP_SHARE` of a moving average of the waits a
-  spin ended, less the timer's overshoot), then spins. A reply that takes 250 µs costs the
-  client one short sleep and about 100 µs of spinning instead of 250 µs of spinning, and
-  still finds it awake. A nap that overshoots a reply makes the next ones shorter (the
-  measured wait feeds the average), so it settles below the reply time.
+  through part of the usual wait (:data:`NAP_SHARE` of a moving average of the waits its
+  spins ended, less the timer's overshoot), then spins until ``budget`` is spent. A reply that
+  takes 250 µs costs the client one short sleep and about 100 µs of spinning instead of
+  250 µs of spinning, and still finds it awake. A nap that overshoots a reply makes the
+  next ones shorter (the measured wait feeds the average), so it settles below the reply
+  time. (The server does not nap: a nap cannot end early, and a request that lands during
+  one waits for it; measured, it cost a third of the steps/s.)
 
 So an idle or slow peer costs :data:`MAX_MISSES` budgets of CPU at worst, and a fast one
 gets its frames without wake-ups. ``python -m benchmarks.ws_stack`` and the throughput
@@ -97,8 +99,8 @@ class BusyPoller:
 
     Args:
         budget: The longest spin per wait, in seconds; ``0`` disables spinning.
-        hybrid: Sleep through the first half of the usual wait before spinning (see the
-            module docstring).
+        hybrid: Sleep through part of the usual wait before spinning (see the module
+            docstring).
 
     Raises:
         ValueError: ``budget`` is negative.
@@ -109,12 +111,12 @@ class BusyPoller:
             raise ValueError(f"expected a busy-poll budget >= 0 seconds, got {budget}")
         self.budget = budget
         self.hybrid = hybrid
-        #: Moving average of the waits that ended while spinning, in seconds.
+        #: Moving average of the waits a hybrid spin has seen, in seconds.
         self.usual_wait: float | None = None
         self._poll = select.poll()
         self._fds: set[int] = set()
         self._misses = 0
-        self._started_at = 0.0
+        self._started_at = time.perf_counter()
 
     def register(self, fd: int) -> None:
         """Watch ``fd`` (a connection's socket) for readability."""
@@ -133,6 +135,18 @@ class BusyPoller:
         """Whether the next :meth:`spin` spins (it is armed and has something to watch)."""
         return self.budget > 0 and self._misses < MAX_MISSES and bool(self._fds)
 
+    def _nap(self) -> float:
+        """How long a hybrid spin sleeps first (``0``: it spins at once)."""
+        usual = self.usual_wait
+        if not self.hybrid or usual is None:
+            return 0.0
+        nap = usual * NAP_SHARE - NAP_OVERSHOOT
+        return nap if nap >= MIN_NAP else 0.0
+
+    def _note_wait(self, waited: float) -> None:
+        usual = self.usual_wait
+        self.usual_wait = waited if usual is None else usual + WAIT_SMOOTHING * (waited - usual)
+
     def arrived(self) -> None:
         """Note a frame that came while not spinning: one within the budget of the wait's
         start re-arms a paused spin."""
@@ -140,7 +154,8 @@ class BusyPoller:
             self._misses = 0
 
     def spin(self) -> bool:
-        """Poll the registered descriptors until one is readable or the budget is spent.
+        """Poll the registered descriptors until one is readable or the budget is spent
+        (a hybrid spin naps through the first part of it).
 
         Returns whether one became readable (the caller reads it without sleeping).
         """
@@ -148,18 +163,16 @@ class BusyPoller:
         self._started_at = now
         if not self.spinning:
             return False
-        deadline = now + self.budget
-        usual = self.usual_wait
-        if self.hybrid and usual is not None and usual * NAP_SHARE - NAP_OVERSHOOT >= MIN_NAP:
-            time.sleep(usual * NAP_SHARE - NAP_OVERSHOOT)
+        nap = self._nap()
+        if nap:
+            time.sleep(nap)
+        deadline = now + self.budget  # the nap counts: a spin never outlasts the budget
         poll = self._poll.poll
         clock = time.perf_counter
         while True:
             if poll(0):
-                waited = clock() - now
-                self.usual_wait = (
-                    waited if usual is None else usual + WAIT_SMOOTHING * (waited - usual)
-                )
+                if self.hybrid:
+                    self._note_wait(clock() - now)
                 self._misses = 0
                 return True
             if clock() >= deadline:

@@ -223,12 +223,16 @@ class BlockingConnection:
                     f"the connection to {self.url} broke while sending ({exc})", url=self.url
                 ) from exc
 
-    def receive(self, deadline: float | None = None) -> str | bytes:
+    def receive(self, deadline: float | None = None, *, spin: bool = True) -> str | bytes:
         """The next message (``str`` for text, ``bytes`` for binary frames).
 
         Args:
             deadline: ``time.monotonic()`` by which it must have come; default: now plus
                 ``reply_timeout``. A vector env gives all its connections one deadline.
+            spin: Busy-poll before sleeping (:mod:`openenv_gym.busy_poll`). A round trip
+                on many connections spins for its first reply only: the others come
+                about as late, and a round trip whose first reply came late is not one to
+                spin for.
 
         Raises:
             ReplyTimeoutError: None by the deadline (the connection is closed).
@@ -241,11 +245,12 @@ class BlockingConnection:
             while not self._pending:
                 if self.closed:
                     raise SessionClosedError(f"the session to {self.url} is closed")
-                self._read(max(0.001, deadline - time.monotonic()))
+                self._read(max(0.001, deadline - time.monotonic()), spin)
+                spin = False  # the rest of a frame is on its way
             self.last_active = time.monotonic()
             return self._pending.popleft()
 
-    def _read(self, timeout: float) -> None:
+    def _read(self, timeout: float, spin: bool = False) -> None:
         """One ``recv`` (waiting up to ``timeout``), fed to the protocol.
 
         Raises:
@@ -254,7 +259,7 @@ class BlockingConnection:
         """
         sock = self._sock
         poller = self._poller
-        if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+        if spin and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
             poller.spin()  # awake until the reply lands, or the budget is spent
         sock.settimeout(timeout)
         try:
@@ -271,7 +276,8 @@ class BlockingConnection:
         except OSError as exc:
             self.abort()
             raise self._lost("broke", str(exc)) from exc
-        poller.arrived()
+        if spin:
+            poller.arrived()
         if data:
             self._protocol.receive_data(data)
         else:

@@ -66,12 +66,14 @@ def receive_many(
     """
     deadline = time.monotonic() + timeout
     results: list[str | bytes | OpenEnvGymError] = []
+    first = True  # the round trip's busy-poll spins for its first reply only
     for connection, failure in zip(connections, sent, strict=True):
         if failure is not None:
             results.append(failure)
             continue
         try:
-            results.append(connection.receive(deadline))
+            results.append(connection.receive(deadline, spin=first))
+            first = False
         except (ReplyTimeoutError, ConnectionLostError, SessionClosedError) as exc:
             results.append(exc)
     return results
