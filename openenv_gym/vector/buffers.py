@@ -13,8 +13,8 @@ the vector env treats a reply exactly as the single env does.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
 from typing import Any
 
 import numpy as np
@@ -287,11 +287,20 @@ class BatchBuffers:
         if not self.stacked and all(o is not None for o in self._env_obs):
             self.observations = concatenate(self.codec.space, self._env_obs, self.observations)
 
+    def batch_observations(self, *, copy: bool) -> Any:
+        """The batched observations to return: a copy (``copy``), else the buffer itself."""
+        observations = self.observations
+        if not copy:
+            return observations
+        if isinstance(observations, np.ndarray):
+            return observations.copy()  # the usual Box batch: no deepcopy machinery
+        return deepcopy(observations)
+
     def observation_of(self, index: int) -> Any:
         """A copy of sub-env ``index``'s current observation."""
         if self.stacked:
             return np.array(self.observations[index])
-        return copy.deepcopy(self._env_obs[index])
+        return deepcopy(self._env_obs[index])
 
     # ------------------------------------------------------------------ infos
 

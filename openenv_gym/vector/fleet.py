@@ -15,13 +15,13 @@ of one server is :mod:`openenv_gym.vector.opening`'s; reopening broken ones
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
-from openenv_gym.client.exchange import exchange_many, receive_many, send_many
+from openenv_gym.client.exchange import exchange_many, receive_each, send_many
 from openenv_gym.errors import (
     OpenEnvGymError,
     SubEnvError,
@@ -275,9 +275,16 @@ class Fleet:
         sent = send_many([c.session for c in channels], frames)
         return Pending(channels, frames, sent)
 
-    def collect(self, pending: Pending) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
+    def collect(
+        self, pending: Pending, take: Callable[[Channel, BatchResult], None] | None = None
+    ) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
         """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
         ``(channel, error)`` pairs of broken connections.
+
+        ``take`` gets each result as soon as its reply is read and parsed, while the later
+        servers may still be stepping. Whatever fails, every reply of the round trip is
+        read before the failure propagates (a reply left unread would be paired with the
+        next request).
 
         Raises:
             ServerReplyError: A server answered an op with an error (the message names the
@@ -285,17 +292,25 @@ class Fleet:
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
         sessions = [c.session for c in pending.channels]
-        if pending.sent is None:
-            raws = exchange_many(sessions, pending.frames, self.reply_timeout)
-        else:
-            raws = receive_many(sessions, pending.sent, self.reply_timeout)
+        sent = pending.sent
+        if sent is None:
+            sent = send_many(sessions, pending.frames)
+        raws = receive_each(sessions, sent, self.reply_timeout)
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
-        for channel, raw in zip(pending.channels, raws, strict=True):
-            if isinstance(raw, OpenEnvGymError):
-                broken.append((channel, raw))
-            else:
-                results.append((channel, self._parse(channel, raw)))
+        try:
+            for channel, raw in zip(pending.channels, raws, strict=True):
+                if isinstance(raw, OpenEnvGymError):
+                    broken.append((channel, raw))
+                    continue
+                result = self._parse(channel, raw)
+                results.append((channel, result))
+                if take is not None:
+                    take(channel, result)
+        except BaseException:
+            for _ in raws:  # read what is left, so the next request gets its own replies
+                pass
+            raise
         return results, broken
 
     def _parse(self, channel: Channel, raw: str | bytes) -> BatchResult:
