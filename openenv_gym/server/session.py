@@ -365,11 +365,9 @@ class SessionManager:
             return fast
         return serialize_observation(env.step(self.action_type.model_validate(data)))
 
-    def step_seconds(self) -> float | None:
-        """What one step costs this process (:mod:`openenv_gym.server.step_cost`):
-        measured by batch steps, else calibrated once on a throwaway environment."""
-        if self.step_cost.seconds is not None:
-            return self.step_cost.seconds
+    def calibrate_step_cost(self) -> float | None:
+        """Time a throwaway environment's steps once (:mod:`openenv_gym.server.step_cost`);
+        the server runs it in a worker thread when it starts."""
         return self.step_cost.calibrate(self.env_factory, self.step)
 
     def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -11,11 +11,12 @@ many workers as that makes worth it.
 
 The number is measured, never declared:
 
-* **calibrated** on the first ``GET /capacity``: a throwaway environment from the factory is
-  reset and stepped with :meth:`~openenv_gym.server.Environment.sample_action` for at
-  most :data:`CALIBRATION_SECONDS` or :data:`CALIBRATION_STEPS` steps, and the median step
-  counts (an environment that has no ``sample_action``, or fails, leaves it unknown:
-  ``null``);
+* **calibrated** on the first ``GET /capacity``, in a worker thread (as the routes that
+  build an environment are; the request waits for it): a throwaway environment from the
+  factory is reset and stepped with :meth:`~openenv_gym.server.Environment.sample_action`
+  for at most :data:`CALIBRATION_SECONDS` or :data:`CALIBRATION_STEPS` steps, and the
+  median step counts (an environment that has no ``sample_action``, or fails, leaves it
+  unknown: ``null``);
 * **refined** by every batch step this process serves (an exponential moving average of the
   seconds per op, building the op's reply included, encoding the batch's frame not: that
   is paid once per connection), which takes over from the calibration.
@@ -93,9 +94,9 @@ class StepCost:
         env: Environment[Any, Any, Any] | None = None
         try:
             env = env_factory()
-            env.reset(seed=0)
             if env.sample_action() is None:
                 return self.seconds
+            env.reset(seed=0)
             times: list[float] = []
             spent = 0.0
             while len(times) < CALIBRATION_STEPS and spent < CALIBRATION_SECONDS:

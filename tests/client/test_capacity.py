@@ -148,8 +148,17 @@ def test_official_one_session_default_is_found_by_opening(official_url: str) -> 
 @pytest.mark.parametrize("reported", [-0.001, True, "fast", None, [1e-5]])
 def test_a_bad_step_cost_is_unknown_and_sessions_spread_as_before(reported: object) -> None:
     server = gymnasium_server("CartPole-v1", max_sessions=2)
-    honest = server.capacity
-    server.routes.add_route("/capacity", lambda: {**honest(), "step_seconds": reported})
+
+    def capacity() -> dict[str, object]:
+        budget = server.sessions.budget
+        return {
+            "max_sessions": budget.limit,
+            "active_sessions": budget.active,
+            "workers": 1,
+            "step_seconds": reported,
+        }
+
+    server.routes.add_route("/capacity", capacity)
     with ServerThread(server) as thread:
         capacity = fetch_capacity(thread.url)
         assert capacity.step_seconds is None
