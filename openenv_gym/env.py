@@ -33,7 +33,6 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
@@ -43,6 +42,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_ENCODING,
@@ -50,39 +50,30 @@ from openenv_gym.client import (
     DEFAULT_REPLY_TIMEOUT,
     SyncSession,
     check_encoding,
-    fetch_schema,
     get_json,
     resolve_token,
 )
+from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
     EnvNotPicklableError,
     OpenEnvGymError,
     RenderModeUnavailableError,
     SessionClosedError,
-    SpaceMappingError,
 )
-from openenv_gym.mcp import fetch_tools
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.spaces import (
     ActionCodec,
     ObservationCodec,
-    action_codec,
-    observation_codec,
 )
 from openenv_gym.spaces.frames import RENDER_RESET_KEY, X_RENDER_MODES, decode_frame
 from openenv_gym.spaces.inference import (
-    ActionHints,
     Inference,
-    is_legal_actions_name,
     sample_at,
 )
-from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
+from openenv_gym.spaces.problems import ENV_KEYWORDS
 from openenv_gym.spaces.tools import (
     ToolSpec,
-    is_bare_action_schema,
-    is_tool_call_schema,
-    tool_codecs,
 )
 from openenv_gym.wire.messages import (
     METADATA_PATH,
@@ -96,30 +87,6 @@ from openenv_gym.wire.messages import (
 _ENVELOPE_INFO_KEY: Final = "metadata"
 #: The state field our servers put a rendered frame in (see :mod:`openenv_gym.spaces.frames`).
 FRAME_STATE_KEY: Final = "frame"
-
-logger = logging.getLogger("openenv_gym")
-_LOGGED_INFERENCES: set[tuple[str, str]] = set()
-
-
-def _log_inferences(base_url: str, inferred: Sequence[Inference]) -> None:
-    """Log each space taken from the data once per process and server."""
-    for inference in inferred:
-        key = (base_url, inference.describe())
-        if key in _LOGGED_INFERENCES:
-            continue
-        _LOGGED_INFERENCES.add(key)
-        keyword = ENV_KEYWORDS[(inference.role, inference.option)]  # type: ignore[index]
-        logger.info(
-            "%s: the %s field %r has no fixed space in the schema; took %s from %s "
-            "(pin it with %s={%r: ...})",
-            base_url,
-            inference.role,
-            inference.path,
-            inference.value,
-            inference.source,
-            keyword,
-            inference.path,
-        )
 
 
 def episode_flags(
@@ -165,6 +132,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reset_kwargs: Extra keys sent with every reset (``options`` are merged over them).
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
+        busy_poll: Seconds to wait for a reply awake (spinning, yielding the core to any
+            other runnable process) before sleeping: on virtual machines it saves the
+            wake-up cost of a fast reply; it pauses by itself for slow replies
+            (:mod:`openenv_gym.busy_poll`). ``0`` sleeps at once.
         max_message_size: Largest reply frame accepted, in bytes.
         headers: Extra HTTP headers for the WebSocket handshake.
         token: A bearer token for servers that require one (``--token``); default: the
@@ -207,6 +178,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reset_kwargs: Mapping[str, Any] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
@@ -246,6 +218,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self._connect_options: dict[str, Any] = {
                 "connect_timeout": connect_timeout,
                 "reply_timeout": reply_timeout,
+                "busy_poll": check_busy_poll(busy_poll),
                 "max_message_size": max_message_size,
                 "headers": dict(headers or {}),
                 "token": self._token,
@@ -254,7 +227,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self._action_codec, self._observation_codec = self._build_codecs(schema)
             self.action_space = self._action_codec.space
             self.observation_space = self._observation_codec.space
-            self._image_path = _find_rgb_image(self.observation_space)
+            self._image_path = find_rgb_image(self.observation_space)
             remote_modes = schema["observation"].get(X_RENDER_MODES) or []
             self._remote_render = self._image_path is None and "rgb_array" in remote_modes
             render_modes = (
@@ -284,6 +257,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 self.base_url,
                 connect_timeout=options["connect_timeout"],
                 reply_timeout=options["reply_timeout"],
+                busy_poll=options["busy_poll"],
                 max_message_size=options["max_message_size"],
                 headers=options["headers"],
                 encoding=self.encoding,
@@ -292,6 +266,16 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
 
+    def _mapper(self) -> SpaceMapper:
+        reset_kwargs = self._reset_kwargs
+        return SpaceMapper(
+            self.base_url,
+            token=self._token,
+            timeout=self._connect_options["connect_timeout"],
+            options=self._mapping_options,
+            probe=lambda schema: probe_session(self._open_session(), schema, reset_kwargs),
+        )
+
     def _schemas(
         self,
         action_model: type[BaseModel] | None,
@@ -299,112 +283,13 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         timeout: float,
     ) -> dict[str, Any]:
         """The action and observation JSON Schemas: the models', else ``GET /schema``'s."""
-        schema: dict[str, Any] = {}
-        if action_model is None or observation_model is None:
-            schema = self._adapt_schema(
-                fetch_schema(self.base_url, timeout=timeout, token=self._token)
-            )
-        for role, model in (("action", action_model), ("observation", observation_model)):
-            if model is not None:
-                if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                    raise SpaceMappingError(
-                        f"expected {role}_model as a pydantic BaseModel subclass, got {model!r}",
-                        field="",
-                    )
-                schema[role] = model.model_json_schema()
-        return schema
+        return self._mapper().schemas(action_model, observation_model, self._adapt_schema)
 
     def _build_codecs(self, schema: Mapping[str, Any]) -> tuple[ActionCodec, ObservationCodec]:
-        """Map both schemas; reset once for open shapes; raise ONE error for what is left."""
-        tool_codecs = self._tool_codecs(schema)
-        if tool_codecs is not None:
-            return tool_codecs
-        act, obs, problems = self._map(schema, None, None)
-        if problems and any(p.needs_data for p in problems):
-            sample, hints = self._probe(schema)
-            act, obs, problems = self._map(schema, sample, hints)
-        if problems or act is None or obs is None:
-            raise SpaceMappingError(
-                format_problems(
-                    problems,
-                    ENV_KEYWORDS,
-                    call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
-                ),
-                field=problems[0].path if problems else "",
-                schema=problems[0].fragment if problems else None,
-                problems=tuple(problems),
-            )
-        _log_inferences(self.base_url, (*act.inferred, *obs.inferred))
+        """Map both schemas (:mod:`openenv_gym.env_mapping`); sets :attr:`tools` for an
+        MCP tool env. A hook for clients that know their server's codecs."""
+        act, obs, self.tools = self._mapper().codecs(schema)
         return act, obs
-
-    def _tool_codecs(
-        self, schema: Mapping[str, Any]
-    ) -> tuple[ActionCodec, ObservationCodec] | None:
-        """The codecs of an MCP tool env (see :mod:`openenv_gym.spaces.tools`), or ``None``
-        when the server is not one; sets :attr:`tools`."""
-        action_schema = schema.get("action")
-        if not (is_tool_call_schema(action_schema) or is_bare_action_schema(action_schema)):
-            return None
-        timeout = self._connect_options["connect_timeout"]
-        tools = fetch_tools(self.base_url, timeout=timeout, token=self._token)
-        if tools is None:
-            return None
-        self.tools = tools
-        options = self._mapping_options
-        return tool_codecs(
-            tools, include=options["action_include"], field_spaces=options["action_field_spaces"]
-        )
-
-    def _map(
-        self,
-        schema: Mapping[str, Any],
-        sample: Mapping[str, Any] | None,
-        hints: ActionHints | None,
-    ) -> tuple[ActionCodec | None, ObservationCodec | None, list[MappingProblem]]:
-        options = self._mapping_options
-        problems: list[MappingProblem] = []
-        act = obs = None
-        try:
-            act = action_codec(
-                schema["action"],
-                field_spaces=options["action_field_spaces"],
-                field_shapes=options["action_field_shapes"],
-                include=options["action_include"],
-                hints=hints,
-            )
-        except SpaceMappingError as exc:
-            if not exc.problems:
-                raise
-            problems.extend(exc.problems)
-        try:
-            obs = observation_codec(
-                schema["observation"],
-                field_spaces=options["observation_field_spaces"],
-                field_shapes=options["observation_field_shapes"],
-                exclude=options["observation_exclude"],
-                sample=sample,
-            )
-        except SpaceMappingError as exc:
-            if not exc.problems:
-                raise
-            problems.extend(exc.problems)
-        return act, obs, problems
-
-    def _probe(self, schema: Mapping[str, Any]) -> tuple[dict[str, Any], ActionHints]:
-        """One reset (and a state request) to take open shapes from."""
-        session = self._open_session()
-        reply = session.request_observation(reset_message(**self._reset_kwargs))
-        sample = dict(reply.observation)
-        legal = None
-        for name in schema["observation"].get("properties") or {}:
-            if is_legal_actions_name(name) and isinstance(sample.get(name), list):
-                legal = sample[name]
-                break
-        spec = None
-        state = session.request(state_message())
-        if isinstance(state, StateReply) and isinstance(state.state.get("action_spec"), dict):
-            spec = state.state["action_spec"]
-        return sample, ActionHints(legal=legal, spec=spec)
 
     def _adapt_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """Hook for subclasses that know a server family: complete ``GET /schema`` (e.g.
@@ -616,17 +501,3 @@ def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, An
         info.update(nested)
     info.update(reply.metadata)
     return info
-
-
-def _find_rgb_image(space: spaces.Space[Any]) -> tuple[str, ...] | None:
-    """The key path of a ``uint8`` ``(H, W, 3)`` Box in ``space`` (``()`` for the root)."""
-    if isinstance(space, spaces.Box):
-        if space.dtype == np.uint8 and len(space.shape) == 3 and space.shape[-1] == 3:
-            return ()
-        return None
-    if isinstance(space, spaces.Dict):
-        for key, sub in space.spaces.items():
-            path = _find_rgb_image(sub)
-            if path is not None:
-                return (key, *path)
-    return None

@@ -109,7 +109,8 @@ class Settings:
         warmup: Warm-up before each timed window.
         servers: Our server processes per env (sessions are spread over them).
         workers: ``--workers`` per server process (``None``: the server's default).
-        busy_poll_us: ``--busy-poll-us`` of our servers (``0``: off, their default).
+        busy_poll_us: ``--busy-poll-us`` of our servers (``0``: off; ``None``: their
+            default).
         contenders: Contender keys to run (``None``: all).
         seed: The action stream seed.
     """
@@ -120,7 +121,7 @@ class Settings:
     warmup: float = 0.5
     servers: int = 1
     workers: int | None = None
-    busy_poll_us: int = 0
+    busy_poll_us: int | None = None
     contenders: Sequence[str] | None = None
     seed: int = 0
 
@@ -174,7 +175,7 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     serve_args = list(spec.serve_args)
     if settings.workers is not None:
         serve_args += ["--workers", str(settings.workers)]
-    if settings.busy_poll_us:
+    if settings.busy_poll_us is not None:
         serve_args += ["--busy-poll-us", str(settings.busy_poll_us)]
     with ExitStack() as stack:
         try:

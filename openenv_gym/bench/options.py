@@ -162,10 +162,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--busy-poll-us",
         type=microseconds,
-        default=0,
+        default=None,
         metavar="US",
-        help="--busy-poll-us for our servers: spin up to US microseconds after each reply "
-        "(helps a tight loop when a core is free for it; default: 0, off)",
+        help="--busy-poll-us for our servers: spin up to US microseconds after each reply, "
+        "0: off (default: the servers' own, see `openenv-gym serve gymnasium --help`)",
     )
     parser.add_argument(
         "--out",
@@ -210,7 +210,7 @@ def conflicts(args: argparse.Namespace) -> str:
             ("--envs", args.envs is not None),
             ("--servers", args.servers != 1),
             ("--workers", args.workers is not None),
-            ("--busy-poll-us", bool(args.busy_poll_us)),
+            ("--busy-poll-us", args.busy_poll_us is not None),
         )
         if given
     ]

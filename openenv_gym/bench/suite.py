@@ -39,7 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         warmup=args.warmup if args.warmup is not None else min(MAX_WARMUP, seconds / 6),
         servers=int(args.servers),
         workers=workers("auto") if args.workers is None else int(args.workers),
-        busy_poll_us=int(args.busy_poll_us),
+        busy_poll_us=None if args.busy_poll_us is None else int(args.busy_poll_us),
         contenders=args.contenders,
     )
 
@@ -88,7 +88,7 @@ def describe(settings: Settings) -> str:
     ]
     if settings.workers:
         words.append(f"--workers {settings.workers}")
-    if settings.busy_poll_us:
+    if settings.busy_poll_us is not None:
         words.append(f"--busy-poll-us {settings.busy_poll_us}")
     if settings.contenders:
         words.append(f"--contenders {','.join(settings.contenders)}")

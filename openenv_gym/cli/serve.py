@@ -148,12 +148,12 @@ def _workers(text: str) -> int:
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """The flags every ``serve`` target shares (address, limits, lifetime, logging)."""
+    from openenv_gym.busy_poll import DEFAULT_BUSY_POLL
     from openenv_gym.server.app import (
         DEFAULT_MAX_MESSAGE_SIZE,
         DEFAULT_MAX_SESSIONS,
         HARD_CAP_FACTOR,
     )
-    from openenv_gym.server.busy_poll import DEFAULT_BUSY_POLL
 
     group = parser.add_argument_group("server options")
     group.add_argument(

@@ -43,6 +43,7 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client import keepalive
 from openenv_gym.client.http import auth_error, auth_headers, resolve_token
 from openenv_gym.client.sockets import open_socket
@@ -79,8 +80,14 @@ class BlockingConnection:
         url: str,
         reply_timeout: float,
         unix_path: str | None = None,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
+        poller: BusyPoller | None = None,
     ) -> None:
         self._sock = sock
+        self._fd = sock.fileno()
+        #: Spins after a request, waiting for the reply awake (:mod:`openenv_gym.busy_poll`).
+        self._poller = poller if poller is not None else BusyPoller(busy_poll, hybrid=True)
+        self._poller.register(self._fd)
         self._protocol = protocol
         self._response = response
         self._pending: collections.deque[str | bytes] = collections.deque()
@@ -129,9 +136,16 @@ class BlockingConnection:
         subprotocols: Sequence[str] = (),
         token: str | None = None,
         unix_path: str | None = None,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
+        poller: BusyPoller | None = None,
     ) -> BlockingConnection:
         """Connect to the ``ws://`` or ``wss://`` URL ``url`` (through ``unix_path`` when
         given), and have :mod:`~openenv_gym.client.keepalive` answer its pings while idle.
+
+        ``busy_poll`` is the longest spin, in seconds, waiting awake for a reply before
+        sleeping (:mod:`openenv_gym.busy_poll`; ``0``: sleep at once). A vector env passes
+        one ``poller`` for all its connections instead: a round trip's wait is one spin,
+        which ends when the first reply lands.
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -166,7 +180,14 @@ class BlockingConnection:
             sock.close()
             _raise_handshake_error(protocol.handshake_exc, url, token)
         connection = cls(
-            sock, protocol, response, url=url, reply_timeout=reply_timeout, unix_path=unix_path
+            sock,
+            protocol,
+            response,
+            url=url,
+            reply_timeout=reply_timeout,
+            unix_path=unix_path,
+            busy_poll=busy_poll,
+            poller=poller,
         )
         for frame in frames:
             connection._take_frame(frame)
@@ -202,12 +223,16 @@ class BlockingConnection:
                     f"the connection to {self.url} broke while sending ({exc})", url=self.url
                 ) from exc
 
-    def receive(self, deadline: float | None = None) -> str | bytes:
+    def receive(self, deadline: float | None = None, *, spin: bool = True) -> str | bytes:
         """The next message (``str`` for text, ``bytes`` for binary frames).
 
         Args:
             deadline: ``time.monotonic()`` by which it must have come; default: now plus
                 ``reply_timeout``. A vector env gives all its connections one deadline.
+            spin: Busy-poll before sleeping (:mod:`openenv_gym.busy_poll`). A round trip
+                on many connections spins for its first reply only: the others come
+                about as late, and a round trip whose first reply came late is not one to
+                spin for.
 
         Raises:
             ReplyTimeoutError: None by the deadline (the connection is closed).
@@ -220,20 +245,25 @@ class BlockingConnection:
             while not self._pending:
                 if self.closed:
                     raise SessionClosedError(f"the session to {self.url} is closed")
-                self._read(max(0.001, deadline - time.monotonic()))
+                self._read(max(0.001, deadline - time.monotonic()), spin)
+                spin = False  # the rest of a frame is on its way
             self.last_active = time.monotonic()
             return self._pending.popleft()
 
-    def _read(self, timeout: float) -> None:
+    def _read(self, timeout: float, spin: bool = False) -> None:
         """One ``recv`` (waiting up to ``timeout``), fed to the protocol.
 
         Raises:
             ReplyTimeoutError, ConnectionLostError: As :meth:`receive` (the connection is
                 closed).
         """
-        self._sock.settimeout(timeout)
+        sock = self._sock
+        poller = self._poller
+        if spin and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+            poller.spin()  # awake until the reply lands, or the budget is spent
+        sock.settimeout(timeout)
         try:
-            data = self._sock.recv(_CHUNK)
+            data = sock.recv(_CHUNK)
         except TimeoutError as exc:
             self.abort()
             raise ReplyTimeoutError(
@@ -246,6 +276,8 @@ class BlockingConnection:
         except OSError as exc:
             self.abort()
             raise self._lost("broke", str(exc)) from exc
+        if spin:
+            poller.arrived()
         if data:
             self._protocol.receive_data(data)
         else:
@@ -320,6 +352,7 @@ class BlockingConnection:
     def abort(self) -> None:
         """Drop the connection at once. Idempotent, never raises."""
         self.closed = True
+        self._poller.unregister(self._fd)
         keepalive.forget(self)
         with contextlib.suppress(OSError):
             self._sock.close()

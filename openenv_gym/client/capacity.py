@@ -1,7 +1,8 @@
 """How many sessions a set of servers takes, asked before a vector env opens its sessions.
 
 Our servers answer ``GET /capacity`` with ``{"max_sessions": M, "active_sessions": A,
-"workers": W}``.
+"workers": W, "step_seconds": S}`` (``S``: what one environment step costs a worker, or
+``null``; see :mod:`openenv_gym.server.step_cost`).
 Official ``openenv`` servers have no such route (404); for them the only way to know is to
 open the sessions and see which get ``CAPACITY_REACHED`` (an official server takes ONE
 session unless its environment declares concurrent sessions).
@@ -16,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,12 +35,14 @@ class ServerCapacity:
         max_sessions: Concurrent sessions it takes.
         active_sessions: Sessions open right now.
         workers: Server processes sharing the port (``None``: not said).
+        step_seconds: Seconds one environment step costs a worker (``None``: not said).
     """
 
     url: str
     max_sessions: int | None
     active_sessions: int | None
     workers: int | None = None
+    step_seconds: float | None = None
 
     @property
     def known(self) -> bool:
@@ -74,7 +78,16 @@ def fetch_capacity(
         return ServerCapacity(base_url, None, None)
     workers = body.get("workers")
     valid_workers = isinstance(workers, int) and not isinstance(workers, bool) and workers > 0
-    return ServerCapacity(base_url, limit, active, workers if valid_workers else None)
+    cost = body.get("step_seconds")
+    if not (isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < math.inf):
+        cost = None
+    return ServerCapacity(
+        base_url,
+        limit,
+        active,
+        workers if valid_workers else None,
+        None if cost is None else float(cost),
+    )
 
 
 def insufficient_capacity_error(

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.errors import (
@@ -49,13 +49,14 @@ def send_many(
     return sent
 
 
-def receive_many(
+def receive_each(
     connections: Sequence[BlockingConnection],
     sent: Sequence[OpenEnvGymError | None],
     timeout: float,
-) -> list[str | bytes | OpenEnvGymError]:
-    """One reply per connection of :func:`send_many` (``sent`` is what it returned), all
-    within ``timeout`` seconds from now.
+) -> Iterator[str | bytes | OpenEnvGymError]:
+    """One reply per connection of :func:`send_many` (``sent`` is what it returned), in
+    order, each as soon as it is read, all within ``timeout`` seconds from now (so the
+    caller can decode a reply while the next server is still at work).
 
     In place of a reply:
 
@@ -65,16 +66,27 @@ def receive_many(
     * ``ConnectionLostError``: the connection closed (it is closed).
     """
     deadline = time.monotonic() + timeout
-    results: list[str | bytes | OpenEnvGymError] = []
+    first = True  # the round trip's busy-poll spins for its first reply only
     for connection, failure in zip(connections, sent, strict=True):
         if failure is not None:
-            results.append(failure)
+            yield failure
             continue
         try:
-            results.append(connection.receive(deadline))
+            reply: str | bytes | OpenEnvGymError = connection.receive(deadline, spin=first)
+            first = False
         except (ReplyTimeoutError, ConnectionLostError, SessionClosedError) as exc:
-            results.append(exc)
-    return results
+            reply = exc
+        yield reply
+
+
+def receive_many(
+    connections: Sequence[BlockingConnection],
+    sent: Sequence[OpenEnvGymError | None],
+    timeout: float,
+) -> list[str | bytes | OpenEnvGymError]:
+    """Every reply of :func:`receive_each` (the same arguments, the same failures in place
+    of replies), as a list."""
+    return list(receive_each(connections, sent, timeout))
 
 
 def exchange_many(
@@ -85,4 +97,4 @@ def exchange_many(
     return receive_many(connections, send_many(connections, frames), timeout)
 
 
-__all__ = ["exchange_many", "receive_many", "send_many"]
+__all__ = ["exchange_many", "receive_each", "receive_many", "send_many"]

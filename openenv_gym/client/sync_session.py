@@ -16,6 +16,7 @@ from websockets.exceptions import InvalidURI
 from websockets.proxy import get_proxy
 from websockets.uri import parse_uri
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL
 from openenv_gym.client.blocking import (
     BlockingConnection,
     binary_refused,
@@ -86,8 +87,10 @@ class SyncSession:
         subprotocols: Sequence[str] | None = None,
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
+        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
     ) -> SyncSession:
-        """Open a session (the arguments and errors of :meth:`Session.open`)."""
+        """Open a session (the arguments and errors of :meth:`Session.open`; ``busy_poll``:
+        see :meth:`BlockingConnection.open`)."""
         check_encoding(encoding)
         url = ws_url_or_raise(base_url)
         if is_loopback_url(url) or not _needs_asyncio_proxy(url):
@@ -100,6 +103,7 @@ class SyncSession:
                 headers=headers,
                 subprotocols=offered,
                 token=token,
+                busy_poll=busy_poll,
             )
             session = cls(connection)
             if encoding == "binary" and not session.binary:

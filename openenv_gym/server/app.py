@@ -44,7 +44,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from openenv_gym.server.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
 from openenv_gym.server.connection import (
     MessageHandler,
     ServerConnection,
@@ -111,7 +111,7 @@ class OpenEnvServer:
         token: A bearer token clients must send (``Authorization: Bearer``) on every route
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
         busy_poll: Seconds to spin on the connections after a reply, waiting for the next
-            request awake (:mod:`openenv_gym.server.busy_poll`); ``0`` sleeps at once.
+            request awake (:mod:`openenv_gym.busy_poll`); ``0`` sleeps at once.
 
     Raises:
         ValueError: A limit is not positive.
@@ -165,6 +165,7 @@ class OpenEnvServer:
         self.routes.add_body_route("POST", STEP_PATH, http_api.step)
         self._connections: set[ServerConnection] = set()
         self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
+        self._calibration: asyncio.Future[Any] | None = None
         self._server: asyncio.Server | None = None
         self._unix_server: asyncio.Server | None = None
         self.unix_path: str | None = None
@@ -193,16 +194,38 @@ class OpenEnvServer:
         """The number of open sessions."""
         return self.sessions.active_sessions
 
-    def capacity(self) -> dict[str, int]:
+    def capacity(self) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """What ``GET /capacity`` answers: ``{"max_sessions": M, "active_sessions": A,
-        "workers": W, "pid": P}`` (counts over all ``W`` worker processes; ``pid`` of the
-        answering worker). A batching client opens one connection per worker."""
+        "workers": W, "pid": P, "step_seconds": S}`` (counts over all ``W`` worker
+        processes; ``pid`` of the answering worker; ``S``: seconds per environment step in
+        it, or ``null``, see :mod:`openenv_gym.server.step_cost`). A batching client opens
+        one connection per worker whose share of the sessions is worth it.
+
+        The first request has the step cost calibrated, in a worker thread as the routes
+        that build an environment do (sessions are served meanwhile), and waits for it.
+        """
+        calibration = self._calibration
+        if calibration is None:
+            loop = asyncio.get_running_loop()
+            calibration = loop.run_in_executor(None, self.sessions.calibrate_step_cost)
+            self._calibration = calibration
+        if not calibration.done():
+            return self._capacity_after(calibration)
+        return self._capacity_now()
+
+    async def _capacity_after(self, calibration: asyncio.Future[Any]) -> dict[str, Any]:
+        with contextlib.suppress(Exception):  # a failed calibration leaves the cost unknown
+            await asyncio.shield(calibration)
+        return self._capacity_now()
+
+    def _capacity_now(self) -> dict[str, Any]:
         budget = self.sessions.budget
         return {
             "max_sessions": budget.limit,
             "active_sessions": budget.active,
             "workers": self.workers,
             "pid": os.getpid(),
+            "step_seconds": self.sessions.step_cost.seconds,
         }
 
     async def start(

@@ -200,6 +200,7 @@ def _step(
     shared: SharedArrayWriter | None = None,
 ) -> tuple[bytes, bool]:
     """Carry out every op; the encoded reply and whether it is a text frame."""
+    started = time.perf_counter()
     answer = manager.answer
     indices: list[int] = []
     replies: list[dict[str, Any]] = []
@@ -229,6 +230,7 @@ def _step(
             continue
         indices.append(k)
         replies.append(reply)
+    manager.step_cost.record(time.perf_counter() - started, len(indices))
     if failed is not None:
         k, reply = failed
         return _text({**reply, "data": {**reply["data"], "index": k}}), True

@@ -40,7 +40,7 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
-from openenv_gym.server.busy_poll import BusyPoller
+from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.server.http_requests import BodyRequestReader
 
 logger = logging.getLogger("openenv_gym.server")
@@ -156,7 +156,7 @@ class ServerConnection(asyncio.Protocol):
                 return
         poller = self._poller
         if poller is not None:
-            poller.request_arrived()
+            poller.arrived()
         protocol = self.protocol
         protocol.receive_data(data)
         for event in protocol.events_received():

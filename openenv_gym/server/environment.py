@@ -86,6 +86,16 @@ class Environment(ABC, Generic[ActT, ObsT, StateT]):
         """
         return None
 
+    def sample_action(self) -> dict[str, Any] | None:
+        """Optional: the ``data`` of a valid ``step`` message, chosen at random.
+
+        The server steps a throwaway environment with it to learn what a step costs
+        (``GET /capacity``'s ``step_seconds``, :mod:`openenv_gym.server.step_cost`), so
+        batching clients spread their sessions over worker processes only when that pays.
+        ``None`` (the default): the cost stays unknown until sessions step.
+        """
+        return None
+
     def get_metadata(self) -> EnvironmentMetadata:
         """Describe the environment; the default uses the class name and docstring."""
         name = type(self).__name__

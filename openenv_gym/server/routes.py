@@ -16,8 +16,9 @@ long (an Atari emulator: ~90 ms): that happens once, in a worker thread, never o
 loop, and the answer is kept, so these routes cost a dictionary lookup afterwards and cannot
 slow the sessions of the server down however often they are called. (Every fresh environment
 has the same initial state, so one answer serves all.)
-* ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A}`` (our extension, added by
-  :class:`~openenv_gym.server.OpenEnvServer`; clients use it before opening many sessions)
+* ``GET /capacity`` -> ``{"max_sessions": M, "active_sessions": A, "workers": W,
+  "step_seconds": S}`` (our extension, added by :class:`~openenv_gym.server.OpenEnvServer`;
+  clients use it before opening many sessions)
 * anything else     -> 404 ``{"detail": "Not Found"}`` (also for upgrades to other paths)
 
 With a ``token``, every route but ``/health`` (and the WebSocket handshake) needs
@@ -37,6 +38,7 @@ import asyncio
 import email.utils
 import hmac
 import http
+import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -127,7 +129,8 @@ class HttpRoutes:
             self._routes[METADATA_PATH] = self._get_metadata
 
     def add_route(self, path: str, handler: Callable[[], Any]) -> None:
-        """Serve ``GET path`` with the JSON of ``handler()`` (e.g. ``/capacity``)."""
+        """Serve ``GET path`` with the JSON of ``handler()`` (e.g. ``/capacity``), or of
+        what it awaits when it returns an awaitable (the loop serves on meanwhile)."""
         self._routes[path] = handler
 
     @property
@@ -249,11 +252,26 @@ class HttpRoutes:
                 )
             return json_response(404, {"detail": "Not Found"})
         try:
-            return json_response(200, route())
+            body = route()
         except Exception as exc:
-            logger.warning("GET %s failed: %s: %s", path, type(exc).__name__, exc)
-            logger.debug("traceback of the failure above", exc_info=True)
-            return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
+            return _failed(path, exc)
+        if inspect.isawaitable(body):
+            return _answer_later(path, body)
+        return json_response(200, body)
+
+
+def _failed(path: str, exc: Exception) -> Response:
+    logger.warning("GET %s failed: %s: %s", path, type(exc).__name__, exc)
+    logger.debug("traceback of the failure above", exc_info=exc)
+    return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
+
+
+async def _answer_later(path: str, body: Awaitable[Any]) -> Response:
+    """The response of a route whose handler answered with an awaitable."""
+    try:
+        return json_response(200, await body)
+    except Exception as exc:
+        return _failed(path, exc)
 
 
 __all__ = ["HttpRoutes", "json_response"]

@@ -60,6 +60,7 @@ from openenv_gym.server.fault_replies import (
     execution_error_reply,
     validation_error_reply,
 )
+from openenv_gym.server.step_cost import StepCost
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame
 from openenv_gym.wire.messages import (
@@ -201,6 +202,8 @@ class SessionManager:
         #: are written at the end of the loop iteration (one wake-up of a client stepping
         #: many sessions at once, instead of one per reply).
         self.connections = 0
+        #: Seconds per step of this process's environments, for ``GET /capacity``.
+        self.step_cost = StepCost()
         #: Server-wide: a client reconnecting in a loop to a failing factory must not flood.
         self._factory_log = ErrorLog()
 
@@ -352,19 +355,28 @@ class SessionManager:
             return None
         return self.answer(session, message.type, message.data)
 
+    def step(self, env: Environment[Any, Any, Any], data: dict[str, Any]) -> dict[str, Any]:
+        """The ``observation`` reply to ``step`` data on ``env``; raises what the action
+        model and the environment raise."""
+        # Environments not derived from ours (e.g. official ones) have no fast path.
+        step_reply = getattr(env, "step_reply", None)
+        fast = step_reply(data) if step_reply is not None else None
+        if fast is not None:
+            return fast
+        return serialize_observation(env.step(self.action_type.model_validate(data)))
+
+    def calibrate_step_cost(self) -> float | None:
+        """Time a throwaway environment's steps once (:mod:`openenv_gym.server.step_cost`);
+        the server runs it in a worker thread when it starts."""
+        return self.step_cost.calibrate(self.env_factory, self.step)
+
     def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The reply message to a ``reset``, ``step`` or ``state`` with ``data`` on ``session``
         (an ``error`` message when the data is invalid or the environment raises)."""
         env = session.env
         try:
             if kind == _STEP:
-                # Environments not derived from ours (e.g. official ones) have no fast path.
-                step_reply = getattr(env, "step_reply", None)
-                fast = step_reply(data) if step_reply is not None else None
-                if fast is not None:
-                    return fast
-                action = self.action_type.model_validate(data)
-                reply = serialize_observation(env.step(action))
+                reply = self.step(env, data)
             elif kind == _RESET:
                 reply = serialize_observation(env.reset(**session.filter_reset(data)))
             else:

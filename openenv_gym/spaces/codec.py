@@ -146,6 +146,14 @@ class ObservationCodec:
             f"observation_exclude=[{name.split('.', 1)[0]!r}]"
         )
 
+    @property
+    def plain_extras(self) -> bool:
+        """Whether :meth:`extras` are exactly the wire fields beside :attr:`key` (the key
+        field maps its whole value: nothing nested in it goes to ``info``)."""
+        return self.key is not None and (
+            type(self._codec).collect_extras is FieldCodec.collect_extras
+        )
+
     def extras(self, observation: Mapping[str, Any]) -> dict[str, Any]:
         """The wire fields that are not in the space (nested ones under dotted paths)."""
         out: dict[str, Any] = {}

@@ -13,8 +13,8 @@ the vector env treats a reply exactly as the single env does.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
 from typing import Any
 
 import numpy as np
@@ -24,10 +24,8 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from openenv_gym.env import reply_info
 from openenv_gym.errors import OpenEnvGymError
 from openenv_gym.spaces import ObservationCodec
+from openenv_gym.vector.infos import AddInfo, merge_result_infos
 from openenv_gym.wire.batch import BatchResult
-
-#: ``VectorEnv._add_info``: merge one sub-env's info into the batched infos.
-AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
 class BatchBuffers:
@@ -145,6 +143,7 @@ class BatchBuffers:
         truncated_column = result.fields.get(truncated_key) if truncated_key else None
         # Our servers send the exact terminated flag too (both may be true on the last step).
         terminated_column = result.fields.get(terminated_key) if terminated_key else None
+        rows: list[tuple[int, int]] = []  # (position, sub-env) whose info is merged at the end
         for k, i in enumerate(indices):
             if was_resetting is not None and i in was_resetting:
                 rewards[i] = 0.0
@@ -152,7 +151,7 @@ class BatchBuffers:
                 truncations[i] = False
                 elapsed[i] = 0
                 if noisy:
-                    infos = self.add_row_info(infos, result, k, i)
+                    rows.append((k, i))
                 continue
             final = result.final.get(k)
             if final is not None:  # ended and reset by the server in this round trip
@@ -178,12 +177,12 @@ class BatchBuffers:
                 infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
                 elapsed[i] = 0
                 if noisy:
-                    infos = self.add_row_info(infos, result, k, i)
+                    rows.append((k, i))
             elif self.same_step and (terminated or truncated):
                 ended[i] = self.row_info(result, k) if noisy else {}
             elif noisy:
-                infos = self.add_row_info(infos, result, k, i)
-        return infos
+                rows.append((k, i))
+        return merge_result_infos(self._add_info, self.num_envs, infos, self.codec, result, rows)
 
     def _take_plain_steps(
         self,
@@ -239,8 +238,10 @@ class BatchBuffers:
         """Write one connection's reset results (and their infos)."""
         indices = self.write_rows(channel_indices, result)
         if result.metadata or not self._quiet_fields.issuperset(result.fields):
-            for k, i in enumerate(indices):
-                infos = self.add_row_info(infos, result, k, i)
+            rows = list(enumerate(indices))
+            return merge_result_infos(
+                self._add_info, self.num_envs, infos, self.codec, result, rows
+            )
         return infos
 
     def mark_reset(self, indices: Sequence[int]) -> None:
@@ -287,24 +288,26 @@ class BatchBuffers:
         if not self.stacked and all(o is not None for o in self._env_obs):
             self.observations = concatenate(self.codec.space, self._env_obs, self.observations)
 
+    def batch_observations(self, *, copy: bool) -> Any:
+        """The batched observations to return: a copy (``copy``), else the buffer itself."""
+        observations = self.observations
+        if not copy:
+            return observations
+        if isinstance(observations, np.ndarray):
+            return observations.copy()  # the usual Box batch: no deepcopy machinery
+        return deepcopy(observations)
+
     def observation_of(self, index: int) -> Any:
         """A copy of sub-env ``index``'s current observation."""
         if self.stacked:
             return np.array(self.observations[index])
-        return copy.deepcopy(self._env_obs[index])
+        return deepcopy(self._env_obs[index])
 
     # ------------------------------------------------------------------ infos
 
     def row_info(self, result: BatchResult, position: int) -> dict[str, Any]:
         """The info of one position of a result (as the single env makes it)."""
         return reply_info(self.codec, result.reply(position))
-
-    def add_row_info(
-        self, infos: dict[str, Any], result: BatchResult, position: int, index: int
-    ) -> dict[str, Any]:
-        """``infos`` with the (non-empty) info of one position added for sub-env ``index``."""
-        info = self.row_info(result, position)
-        return self._add_info(infos, info, index) if info else infos
 
 
 def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:

@@ -46,8 +46,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -277,7 +276,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             infos = buffers.take_resets(channel.indices, result, infos)
         buffers.finish()
         buffers.mark_reset(indices)
-        return self._result_observations(), infos
+        return self._buffers.batch_observations(copy=self.copy), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env with its action; see the module doc for autoreset.
@@ -344,12 +343,16 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             raise VectorUsageError("step_wait() was called without step_async(actions) first")
         pending, was_resetting = self._pending
         self._pending = None
-        results, reconnected = self._collect(pending, retry=None)
         buffers = self._buffers
         infos: dict[str, Any] = {}
         ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
-        for channel, result in results:
+
+        def take(channel: Channel, result: BatchResult) -> None:
+            # Each reply is decoded as soon as it is read: the next server may still step.
+            nonlocal infos
             infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
+
+        _, reconnected = self._collect(pending, retry=None, take=take)
         for i in reconnected:  # the episode ends here, truncated
             buffers.mark_reconnected(i)
             info: dict[str, Any] = {RECONNECTED_KEY: True}
@@ -362,7 +365,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             infos = self._reset_ended_same_step(ended, infos)
         buffers.end_step()
         return (
-            self._result_observations(),
+            self._buffers.batch_observations(copy=self.copy),
             np.copy(buffers.rewards),
             np.copy(buffers.terminations),
             np.copy(buffers.truncations),
@@ -445,14 +448,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return results
 
     def _collect(
-        self, pending: Pending, *, retry: list[Op | None] | None
+        self,
+        pending: Pending,
+        *,
+        retry: list[Op | None] | None,
+        take: Callable[[Channel, BatchResult], None] | None = None,
     ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
         """The results of ``pending`` and the sub-envs whose connection was reopened.
 
         With ``retry`` (resets), the reopened sub-envs get their op again (a plain reset when
-        they had none) and their results are among those returned.
+        they had none) and their results are among those returned. ``take`` gets each
+        result of ``pending`` as soon as it is read (see :meth:`Fleet.collect`).
         """
-        results, broken = self._fleet.collect(pending)
+        results, broken = self._fleet.collect(pending, take)
         if not broken:
             return results, []
         if not self.reconnect:
@@ -495,14 +503,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         if any(legal is None for legal in legals):
             raise ActionMaskUnavailableError("call reset() before action_masks()")
         return np.stack([codec.mask(legal, legal_key) for legal in legals])
-
-    def _result_observations(self) -> Any:
-        observations = self._buffers.observations
-        if not self.copy:
-            return observations
-        if isinstance(observations, np.ndarray):
-            return observations.copy()  # the usual Box batch: no deepcopy machinery
-        return copy.deepcopy(observations)
 
     def __repr__(self) -> str:
         servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []

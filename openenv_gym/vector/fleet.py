@@ -15,12 +15,13 @@ of one server is :mod:`openenv_gym.vector.opening`'s; reopening broken ones
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
-from openenv_gym.client.exchange import exchange_many, receive_many, send_many
+from openenv_gym.client.exchange import exchange_many, receive_each, send_many
 from openenv_gym.errors import (
     OpenEnvGymError,
     SubEnvError,
@@ -28,7 +29,13 @@ from openenv_gym.errors import (
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.backoff import Backoff
-from openenv_gym.vector.opening import Channel, Opener, SessionsRefusedError, close_all
+from openenv_gym.vector.opening import (
+    Channel,
+    Opener,
+    SessionsRefusedError,
+    close_all,
+    worker_connections,
+)
 from openenv_gym.vector.options import make_template
 from openenv_gym.vector.round_trip import Op, Pending, build_frames, parse_reply
 from openenv_gym.wire.batch import BatchResult, batch_state_message, parse_batch_states
@@ -85,7 +92,10 @@ class Fleet:
         self.providers: dict[str, ServerProvider] = {}
         #: Worker processes per URL, as ``GET /capacity`` said.
         self.workers: dict[str, int] = {}
+        #: Seconds per environment step each server reported (``GET /capacity``).
+        self.step_seconds: dict[str, float] = {}
         self.reply_timeout = 60.0
+        self.poller: BusyPoller | None = None
         #: How reconnect() spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
 
@@ -93,6 +103,10 @@ class Fleet:
         """Take the session options (timeouts, message size, headers, token)."""
         self.connect_options = dict(connect_options)
         self.reply_timeout = float(connect_options["reply_timeout"])
+        #: One busy-poller for every connection: the wait of a round trip is one spin.
+        self.poller = BusyPoller(
+            connect_options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL), hybrid=True
+        )
 
     @property
     def sessions(self) -> list[BlockingConnection]:
@@ -166,6 +180,8 @@ class Fleet:
             )
             if capacity.workers is not None:
                 self.workers[url] = capacity.workers
+            if capacity.step_seconds is not None:
+                self.step_seconds[url] = capacity.step_seconds
             if capacity.free is not None:
                 known.add(url)
                 accepted[url] = capacity.free
@@ -199,12 +215,17 @@ class Fleet:
             self.batch,
             self.truncated_key,
             borrow_shared=self.borrow_shared,
+            poller=self.poller,
         )
         outcomes: list[list[Channel] | BaseException] = []
         for url, group in groups.items():
             try:
                 workers = self.workers.get(url, 1)
-                outcomes.append(opener.open_group(url, group, self.unix_sockets(url), workers))
+                sockets = self.unix_sockets(url)
+                count = worker_connections(
+                    len(group), len(sockets) or workers, self.step_seconds.get(url)
+                )
+                outcomes.append(opener.open_group(url, group, sockets, count))
             except (OpenEnvGymError, SessionsRefusedError) as exc:
                 outcomes.append(exc)
         opened = [c for outcome in outcomes if isinstance(outcome, list) for c in outcome]
@@ -254,9 +275,16 @@ class Fleet:
         sent = send_many([c.session for c in channels], frames)
         return Pending(channels, frames, sent)
 
-    def collect(self, pending: Pending) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
+    def collect(
+        self, pending: Pending, take: Callable[[Channel, BatchResult], None] | None = None
+    ) -> tuple[list[tuple[Channel, BatchResult]], list[Any]]:
         """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
         ``(channel, error)`` pairs of broken connections.
+
+        ``take`` gets each result as soon as its reply is read and parsed, while the later
+        servers may still be stepping. Whatever fails, every reply of the round trip is
+        read before the failure propagates (a reply left unread would be paired with the
+        next request).
 
         Raises:
             ServerReplyError: A server answered an op with an error (the message names the
@@ -264,17 +292,25 @@ class Fleet:
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
         sessions = [c.session for c in pending.channels]
-        if pending.sent is None:
-            raws = exchange_many(sessions, pending.frames, self.reply_timeout)
-        else:
-            raws = receive_many(sessions, pending.sent, self.reply_timeout)
+        sent = pending.sent
+        if sent is None:
+            sent = send_many(sessions, pending.frames)
+        raws = receive_each(sessions, sent, self.reply_timeout)
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
-        for channel, raw in zip(pending.channels, raws, strict=True):
-            if isinstance(raw, OpenEnvGymError):
-                broken.append((channel, raw))
-            else:
-                results.append((channel, self._parse(channel, raw)))
+        try:
+            for channel, raw in zip(pending.channels, raws, strict=True):
+                if isinstance(raw, OpenEnvGymError):
+                    broken.append((channel, raw))
+                    continue
+                result = self._parse(channel, raw)
+                results.append((channel, result))
+                if take is not None:
+                    take(channel, result)
+        except BaseException:
+            for _ in raws:  # read what is left, so the next request gets its own replies
+                pass
+            raise
         return results, broken
 
     def _parse(self, channel: Channel, raw: str | bytes) -> BatchResult:

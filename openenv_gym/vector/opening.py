@@ -2,10 +2,12 @@
 
 Against our servers every connection carries several sessions (``openenv-gym.batch.v1``):
 one connection per worker process (per Unix socket of an embedded server, or as many as
-``GET /capacity`` names workers), the sub-envs spread evenly over them, each connection's
-sessions opened with one ``batch_open``. A server that does not agree to the subprotocol
-(an official ``openenv`` server) gets one plain session per sub-env instead, each probed
-with a ``state`` request: a session the server refused answers ``CAPACITY_REACHED``.
+``GET /capacity`` names workers) as long as each one's share of a step is worth a process
+of its own (:func:`worker_connections`), the sub-envs spread evenly over them, each
+connection's sessions opened with one ``batch_open``. A server that does not agree to the
+subprotocol (an official ``openenv`` server) gets one plain session per sub-env instead,
+each probed with a ``state`` request: a session the server refused answers
+``CAPACITY_REACHED``.
 
 Connections open in a small thread pool (each is a TCP connect and a handshake: a remote
 server's round trips overlap); everything else is blocking calls in the caller's thread.
@@ -14,10 +16,12 @@ server's round trips overlap); everything else is blocking calls in the caller's
 from __future__ import annotations
 
 import concurrent.futures
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client.blocking import (
     BlockingConnection,
     binary_refused,
@@ -86,6 +90,8 @@ class Opener:
         borrow_shared: Read shared-memory arrays as views (see
             :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`): the caller copies
             every row out before its next request.
+        poller: The busy-poller of all the vector env's connections (``None``: one each,
+            with ``options["busy_poll"]``).
     """
 
     options: Mapping[str, Any]
@@ -93,19 +99,21 @@ class Opener:
     batch: bool
     truncated_key: str | None
     borrow_shared: bool = False
+    poller: BusyPoller | None = None
 
     @property
     def reply_timeout(self) -> float:
         return float(self.options["reply_timeout"])
 
     def open_group(
-        self, url: str, indices: list[int], sockets: Sequence[str], workers: int
+        self, url: str, indices: list[int], sockets: Sequence[str], spread: int
     ) -> list[Channel]:
         """Connections for the sub-envs ``indices`` of the server at ``url``.
 
         Args:
             sockets: The server's Unix sockets (a server this env started), or none.
-            workers: Its worker processes (``GET /capacity``; 1 when unknown).
+            spread: How many batch connections (on distinct worker processes) to spread
+                the sub-envs over (:func:`worker_connections`).
 
         Raises:
             SessionsRefusedError: The server refused sessions (``CAPACITY_REACHED``).
@@ -113,7 +121,7 @@ class Opener:
         """
         plain: list[BlockingConnection] = []
         if self.batch:
-            count = min(len(indices), len(sockets) or workers)
+            count = max(1, min(len(indices), spread))
             first = self.connect(url, sockets, range(count), batch=True)
             if all(connection.batch for connection in first):
                 if not sockets and count > 1:
@@ -167,6 +175,8 @@ class Opener:
                 subprotocols=offered,
                 token=options.get("token"),
                 unix_path=sockets[slot % len(sockets)] if sockets else None,
+                busy_poll=options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL),
+                poller=self.poller,
             )
 
         if len(slots) <= 1:
@@ -259,6 +269,34 @@ class Opener:
         ]
 
 
+#: Seconds of environment stepping a connection's share of a vector step should take
+#: before one more worker process is worth its connection (a frame more to build, send,
+#: wait for and parse every step: about 100 µs of client time, and a wake-up).
+SPREAD_SECONDS: Final = 300e-6
+
+
+def worker_connections(sessions: int, workers: int, step_seconds: float | None) -> int:
+    """How many of a server's ``workers`` processes to spread ``sessions`` over.
+
+    Every worker while the step cost is unknown; otherwise just enough that each
+    connection's share takes about :data:`SPREAD_SECONDS` (at least one, at most one per
+    worker and per session). Cheap environments then step on one process without the
+    per-connection cost of the others, expensive ones on every core.
+
+    Example:
+        >>> worker_connections(16, 2, 10e-6)  # CartPole: 160 µs per step on one worker
+        1
+        >>> worker_connections(8, 2, 500e-6)  # Atari: 4 ms per step on one worker
+        2
+        >>> worker_connections(8, 4, None)
+        4
+    """
+    limit = max(1, min(sessions, workers))
+    if step_seconds is None:
+        return limit
+    return max(1, min(limit, math.ceil(sessions * step_seconds / SPREAD_SECONDS)))
+
+
 def close_all(connections: Sequence[BlockingConnection]) -> None:
     """Close every connection (saying ``close`` to the server). Never raises."""
     farewell = encode_message({"type": "close"})
@@ -266,4 +304,12 @@ def close_all(connections: Sequence[BlockingConnection]) -> None:
         connection.close(farewell)
 
 
-__all__ = ["STATE_FRAME", "Channel", "Opener", "SessionsRefusedError", "close_all"]
+__all__ = [
+    "SPREAD_SECONDS",
+    "STATE_FRAME",
+    "Channel",
+    "Opener",
+    "SessionsRefusedError",
+    "close_all",
+    "worker_connections",
+]

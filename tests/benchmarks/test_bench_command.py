@@ -76,12 +76,16 @@ def test_options_match_the_suite() -> None:
     assert (list(quick.envs), list(quick.sizes), quick.seconds) == (["CartPole"], [1, 8], 1.0)
     full = settings_from_args(build_parser().parse_args([]))
     assert (list(full.envs), list(full.sizes)) == (["CartPole", "Pong"], [1, 2, 4, 8, 16])
-    assert full.busy_poll_us == 0
+    assert full.busy_poll_us is None  # the servers' own default
+    assert "--busy-poll-us" not in describe(full)
     tuned = settings_from_args(
         build_parser().parse_args(["--workers", "1", "--busy-poll-us", "300"])
     )
     assert (tuned.workers, tuned.busy_poll_us) == (1, 300)
     assert "--workers 1 --busy-poll-us 300" in describe(tuned)
+    off = settings_from_args(build_parser().parse_args(["--busy-poll-us", "0"]))
+    assert off.busy_poll_us == 0
+    assert "--busy-poll-us 0" in describe(off)
 
 
 def test_plan_runs_single_env_contenders_first_then_every_n() -> None:

@@ -30,6 +30,9 @@ def two_small_servers() -> Iterator[tuple[ServerThread, ServerThread]]:
 def test_capacity_route_counts_sessions(two_small_servers: tuple[ServerThread, ...]) -> None:
     a, _ = two_small_servers
     body = httpx.get(a.url + "/capacity").json()
+    cost = body.pop("step_seconds")  # timed on a throwaway CartPole (server.step_cost)
+    assert isinstance(cost, float)
+    assert 0 < cost < 0.01
     assert body == {"max_sessions": 2, "active_sessions": 0, "workers": 1, "pid": os.getpid()}
     envs = OpenEnvVectorEnv(None, 2, base_url=a.url)
     try:
@@ -140,3 +143,30 @@ def test_official_one_session_default_is_found_by_opening(official_url: str) -> 
         assert envs.observation_space.contains(obs)
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("reported", [-0.001, True, "fast", None, [1e-5]])
+def test_a_bad_step_cost_is_unknown_and_sessions_spread_as_before(reported: object) -> None:
+    server = gymnasium_server("CartPole-v1", max_sessions=2)
+
+    def capacity() -> dict[str, object]:
+        budget = server.sessions.budget
+        return {
+            "max_sessions": budget.limit,
+            "active_sessions": budget.active,
+            "workers": 1,
+            "step_seconds": reported,
+        }
+
+    server.routes.add_route("/capacity", capacity)
+    with ServerThread(server) as thread:
+        capacity = fetch_capacity(thread.url)
+        assert capacity.step_seconds is None
+        assert (capacity.max_sessions, capacity.workers) == (2, 1)
+        envs = OpenEnvVectorEnv(None, 2, base_url=thread.url)
+        try:
+            envs.reset(seed=0)
+            assert envs.batched
+            assert len(envs.connections) == 1
+        finally:
+            envs.close()

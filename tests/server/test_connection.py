@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from websockets.sync.client import connect
 
-from openenv_gym.server.busy_poll import MAX_MISSES, BusyPoller
 from openenv_gym.server.event_loop import LOOP_VARIABLE, new_server_loop
 from openenv_gym.wire.messages import http_to_ws_url
 
@@ -61,34 +58,6 @@ def test_a_busy_polling_server_serves_like_any_other(
 def test_a_negative_busy_poll_is_refused(start_probe: Callable[..., Any]) -> None:
     with pytest.raises(ValueError, match=r"expected busy_poll >= 0 seconds, got -1"):
         start_probe(busy_poll=-1)
-    with pytest.raises(ValueError, match="expected a busy-poll budget >= 0 seconds"):
-        BusyPoller(-1)
-
-
-def test_busy_poller_returns_on_data_and_stops_spinning_for_slow_peers() -> None:
-    left, right = socket.socketpair()
-    try:
-        poller = BusyPoller(budget=0.002)
-        assert poller.spin() is False  # nothing registered: no spin at all
-        poller.register(left.fileno())
-        right.send(b"x")
-        assert poller.spin() is True
-        left.recv(1)
-        for _ in range(MAX_MISSES):
-            assert poller.spin() is False  # the budget runs out
-        started = time.perf_counter()
-        assert poller.spin() is False  # paused: returns without spinning
-        assert time.perf_counter() - started < 0.002
-        poller.spin()
-        poller.request_arrived()  # a request right after a reply re-arms the spin
-        right.send(b"y")
-        assert poller.spin() is True
-        poller.unregister(left.fileno())
-        poller.unregister(left.fileno())  # unknown: ignored
-        assert poller.spin() is False
-    finally:
-        left.close()
-        right.close()
 
 
 def test_the_server_loop_is_uvloop_unless_asked_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""``GET /state`` and ``GET /metadata`` build an environment: never on the event loop, once.
+"""``GET /state``, ``GET /metadata`` and the first ``GET /capacity`` (its step-cost
+calibration) build an environment: never on the event loop, once.
 
 Once, ``GET /state`` in a loop on ``serve atari`` built an emulator per request on the event
 loop and another session's step p50 rose from 2.3 to 80 ms (issue 14, case 5).
@@ -43,7 +44,7 @@ def slow() -> Iterator[tuple[str, SlowRegistry]]:
         registry.release.set()
 
 
-@pytest.mark.parametrize("path", ["/state", "/metadata"])
+@pytest.mark.parametrize("path", ["/state", "/metadata", "/capacity"])
 def test_building_route_does_not_block_sessions(
     slow: tuple[str, SlowRegistry], wire: Any, path: str
 ) -> None:
@@ -68,3 +69,9 @@ def test_building_routes_are_built_once(slow: tuple[str, SlowRegistry]) -> None:
     assert all(m == metadata[0] for m in metadata)
     assert len(registry.created) == 2  # one for /state, one for /metadata
     assert len(registry.closed) == 2
+    with httpx.Client(timeout=10) as client:
+        capacities = [client.get(url + "/capacity").json() for _ in range(5)]
+    assert len(registry.created) == 3  # the step-cost calibration, once
+    assert len(registry.closed) == 3
+    # The probe environment has no sample_action: its step cost stays unknown.
+    assert {c["step_seconds"] for c in capacities} == {None}

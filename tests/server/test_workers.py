@@ -16,6 +16,7 @@ from openenv_gym.cli import main
 from openenv_gym.errors import CapacityReachedError, InsufficientCapacityError
 from openenv_gym.providers.local import LocalServerProcess
 from openenv_gym.server.workers import resolve_workers
+from openenv_gym.vector.opening import SPREAD_SECONDS, worker_connections
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 MAX_SESSIONS = 16
@@ -28,7 +29,14 @@ def two_workers() -> Iterator[LocalServerProcess]:
         yield server  # type: ignore[misc]
 
 
-def _capacities(url: str, tries: int = 24) -> list[dict[str, int]]:
+@pytest.fixture(scope="module")
+def two_atari_workers() -> Iterator[LocalServerProcess]:
+    args = ["atari", "--game", "pong", "--obs-type", "ram", "--workers", "2"]
+    with LocalServerProcess([*args, "--max-sessions", str(MAX_SESSIONS)]) as server:
+        yield server  # type: ignore[misc]
+
+
+def _capacities(url: str, tries: int = 24) -> list[dict[str, Any]]:
     return [httpx.get(url + "/capacity", timeout=10).json() for _ in range(tries)]
 
 
@@ -44,11 +52,15 @@ def test_two_processes_serve_one_port(two_workers: LocalServerProcess) -> None:
 
 
 def test_sessions_spread_over_workers_and_budget_is_shared(
-    two_workers: LocalServerProcess,
+    two_atari_workers: LocalServerProcess,
 ) -> None:
-    url = two_workers.base_url
+    url = two_atari_workers.base_url
     assert url is not None
-    pids = sorted(_worker_pids(two_workers))
+    pids = sorted(_worker_pids(two_atari_workers))
+    # An emulator step costs far more than a connection: every worker is worth one.
+    costs = [c["step_seconds"] for c in _capacities(url)]
+    assert all(isinstance(cost, float) and cost > 0 for cost in costs)
+    assert all(worker_connections(MAX_SESSIONS, 2, cost) == 2 for cost in costs)
     envs = OpenEnvVectorEnv(None, MAX_SESSIONS, base_url=url)
     try:
         envs.reset(seed=0)
@@ -74,6 +86,22 @@ def test_sessions_spread_over_workers_and_budget_is_shared(
     while httpx.get(url + "/capacity").json()["active_sessions"] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert httpx.get(url + "/capacity").json()["active_sessions"] == 0
+
+
+def test_cheap_sessions_share_one_worker(two_workers: LocalServerProcess) -> None:
+    url = two_workers.base_url
+    assert url is not None
+    # Two CartPole sessions step in far less than a connection costs (SPREAD_SECONDS).
+    costs = [c["step_seconds"] for c in _capacities(url)]
+    assert all(isinstance(cost, float) and 0 < cost < SPREAD_SECONDS / 2 for cost in costs)
+    envs = OpenEnvVectorEnv(None, 2, base_url=url)
+    try:
+        envs.reset(seed=0)
+        envs.step(envs.action_space.sample())
+        assert envs.batched
+        assert len(envs.connections) == 1
+    finally:
+        envs.close()
 
 
 def test_stopping_the_parent_stops_the_workers() -> None:

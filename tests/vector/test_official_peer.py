@@ -25,6 +25,8 @@ from tests.official_peer import serve_official_app
 
 #: A reset seed that makes the server reply with a position far outside its bounds.
 BROKEN_SEED = 13
+#: A reset seed whose episode replies fine to the reset, then out of bounds to every step.
+BROKEN_STEPS_SEED = 14
 
 
 class MoveAction(Action):
@@ -51,9 +53,9 @@ class LineEnvironment(Environment):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> LineObservation:
         self._position = 0.0
-        self._broken = seed == BROKEN_SEED
+        self._broken = seed in (BROKEN_SEED, BROKEN_STEPS_SEED)
         self._state = State(episode_id=episode_id, step_count=0)
-        return LineObservation.model_construct(position=1e9 if self._broken else 0.0)
+        return LineObservation.model_construct(position=1e9 if seed == BROKEN_SEED else 0.0)
 
     def step(self, action: MoveAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
         self._state.step_count += 1
@@ -124,6 +126,22 @@ def test_out_of_bounds_reply_raises_in_single_and_vector_env(line_url: str) -> N
             envs.reset(seed=[0, BROKEN_SEED])
         assert caught.value.field == "position"
         assert any("sub-env" in note for note in caught.value.__notes__)
+    finally:
+        envs.close()
+
+
+def test_a_reply_that_fails_to_decode_leaves_no_other_reply_unread(line_url: str) -> None:
+    # Three plain sessions: sub-env 0's step reply fails to decode while the replies of
+    # sub-envs 1 and 2 are still unread; they must be read before the error propagates.
+    envs = OpenEnvVectorEnv(None, 3, base_url=line_url)
+    try:
+        envs.reset(seed=[BROKEN_STEPS_SEED, 0, 0])
+        with pytest.raises(ObservationMismatchError, match="out of bounds"):
+            envs.step(np.array([2, 2, 2]))
+        envs.reset(seed=[0, 0, 0])  # gets its own replies, not the step's
+        _, rewards, *_ = envs.step(np.array([0, 1, 2]))  # moves -1, 0, 1
+        assert rewards.tolist() == [-1.0, 0.0, 1.0]
+        assert [state["step_count"] for state in envs.call_state()] == [1, 1, 1]
     finally:
         envs.close()
 

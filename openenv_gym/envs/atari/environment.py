@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 import warnings
@@ -54,6 +55,7 @@ from openenv_gym.errors import ActionOutOfSpaceError, EnvConfigError
 from openenv_gym.extras import optional_imports
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
+from openenv_gym.wire.messages import observation_message
 
 DOCUMENTATION_URL: Final = "https://ale.farama.org/"
 #: Who needs ale-py, in the error when it is missing.
@@ -185,7 +187,27 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         Raises:
             ActionOutOfSpaceError: ``action_id`` is not in ``legal_actions``.
         """
-        action_id = action.action_id
+        screen, reward, done, info = self._act(action.action_id)
+        return self._observation(screen, info, reward, done)
+
+    def step_reply(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The fast path for ``{"action_id": <int>}`` (what our client sends): the reply
+        :meth:`step` and the server's serialization would give, without building and
+        dumping the pydantic observation; anything else goes through validation."""
+        action_id = data.get("action_id")
+        if type(action_id) is not int or len(data) != 1:
+            return None
+        screen, reward, done, info = self._act(action_id)
+        metadata = {"game_name": self.game, "action_meanings": list(self.action_meanings)}
+        fields = {"metadata": metadata, **self._fields(screen, info)}
+        return observation_message(fields, reward, done, metadata)
+
+    def _act(self, action_id: int) -> tuple[np.ndarray, float, bool, Mapping[str, Any]]:
+        """One step of the emulator: screen, reward, done, info.
+
+        Raises:
+            ActionOutOfSpaceError: ``action_id`` is not in ``legal_actions``.
+        """
         if not 0 <= action_id < self._n_actions:
             raise ActionOutOfSpaceError(
                 f"action_id {action_id} is not a legal action of {self.game}: expected an "
@@ -194,7 +216,22 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             )
         screen, reward, terminated, truncated, info = self._env.step(action_id)
         self._state.step_count += 1
-        return self._observation(screen, info, float(reward), bool(terminated or truncated))
+        return screen, float(reward), bool(terminated or truncated), info
+
+    def _fields(self, screen: np.ndarray, info: Mapping[str, Any]) -> dict[str, Any]:
+        """The observation fields after ``metadata``, in the schema's order."""
+        return {
+            "screen": screen.reshape(-1),
+            "screen_shape": list(self._shape_list),
+            "legal_actions": list(self._legal_actions),
+            "lives": int(info.get("lives", 0)),
+            "episode_frame_number": int(info.get("episode_frame_number", 0)),
+            "frame_number": int(info.get("frame_number", 0)),
+        }
+
+    def sample_action(self) -> dict[str, Any]:
+        """A random legal action, as ``step`` data (for :mod:`openenv_gym.server.step_cost`)."""
+        return {"action_id": random.randrange(self._n_actions)}
 
     def _observation(
         self, screen: np.ndarray, info: Mapping[str, Any], reward: float | None, done: bool
@@ -206,12 +243,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                 "done": done,
                 "reward": reward,
                 "metadata": {"game_name": self.game, "action_meanings": self.action_meanings},
-                "screen": screen.reshape(-1),
-                "screen_shape": self._shape_list,
-                "legal_actions": self._legal_actions,
-                "lives": int(info.get("lives", 0)),
-                "episode_frame_number": int(info.get("episode_frame_number", 0)),
-                "frame_number": int(info.get("frame_number", 0)),
+                **self._fields(screen, info),
             },
         )
 

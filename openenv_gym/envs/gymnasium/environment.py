@@ -201,6 +201,11 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
         }
         return observation_message(fields, float(reward), bool(terminated or truncated), metadata)
 
+    def sample_action(self) -> dict[str, Any]:
+        """A random action of the action space, as ``step`` data (for
+        :mod:`openenv_gym.server.step_cost`)."""
+        return {"action": to_wire(self.action_space, self.action_space.sample())}
+
     def _step_fields(self, wire: Any) -> dict[str, Any]:
         value = self._decode_action(wire)
         observation, reward, terminated, truncated, info = self._env.step(value)

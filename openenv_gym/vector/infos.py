@@ -1,0 +1,128 @@
+"""The infos of one batch reply, merged column by column as ``VectorEnv._add_info`` would
+merge them row by row.
+
+Gymnasium's vector envs merge each sub-env's ``info`` into the batched ``infos`` one sub-env
+at a time (``VectorEnv._add_info``). A batch reply already carries its info fields as
+columns (one value per sub-env), so when every row's info has the same keys (an Atari
+reply's lives, frame numbers, legal actions and game metadata) the merge is one numpy
+assignment per numeric key and one short loop per other key, with no per-row ``info`` dict
+built in between. Anything else (rows whose metadata differ, nested dicts, an observation
+space whose extras nest inside its fields) takes the row-by-row path. Either way the
+result is what ``_add_info`` gives: for each key an array over all sub-envs (its dtype
+from the first value's type: ``int``, ``float``, ``bool`` and numpy numbers make a numeric
+array, numpy arrays one of their shape and dtype, anything else an object array) and the
+boolean mask ``_key`` of the sub-envs that had it.
+
+Example:
+    >>> import gymnasium as gym
+    >>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
+    >>> infos = merge_column(envs._add_info, 3, {}, "lives", [0, 2], [3, 1])
+    >>> infos["lives"], infos["_lives"]
+    (array([3, 0, 1]), array([ True, False,  True]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from openenv_gym.env import reply_info
+from openenv_gym.spaces import ObservationCodec
+from openenv_gym.wire.batch import BatchResult
+
+#: ``VectorEnv._add_info``: merge one sub-env's info into the batched infos.
+AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
+#: The observation field whose object is merged into the info (as in the single env).
+_METADATA: Final = "metadata"
+
+
+def merge_column(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    key: str,
+    targets: Sequence[int],
+    values: Sequence[Any],
+) -> dict[str, Any]:
+    """``infos`` with ``values[k]`` merged in as sub-env ``targets[k]``'s ``key``."""
+    if key == "final_obs" or any(isinstance(value, dict) for value in values):
+        for index, value in zip(targets, values, strict=True):  # _add_info's own cases
+            infos = add_info(infos, {key: value}, index)
+        return infos
+    column = infos.get(key)
+    if column is None:
+        first = values[0]
+        kind = type(first)
+        if kind in (int, float, bool) or issubclass(kind, np.number):
+            column = np.zeros(num_envs, dtype=kind)
+        elif isinstance(first, np.ndarray):
+            column = np.zeros((num_envs, *first.shape), dtype=first.dtype)
+        else:
+            column = np.full(num_envs, fill_value=None, dtype=object)
+    run = range(targets[0], targets[0] + len(targets))
+    where: slice | list[int] = (
+        slice(run.start, run.stop) if list(targets) == list(run) else list(targets)
+    )
+    if column.dtype == object:
+        for index, value in zip(targets, values, strict=True):
+            column[index] = value
+    else:
+        column[where] = values
+    mask = infos.get(f"_{key}")
+    if mask is None:
+        mask = np.zeros(num_envs, dtype=np.bool_)
+    mask[where] = True
+    infos[key], infos[f"_{key}"] = column, mask
+    return infos
+
+
+def merge_result_infos(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    codec: ObservationCodec,
+    result: BatchResult,
+    rows: Sequence[tuple[int, int]],
+) -> dict[str, Any]:
+    """``infos`` with the info of each ``(position in result, sub-env index)`` row merged
+    in, as ``add_info(infos, reply_info(codec, result.reply(position)), index)`` for each
+    row (with a non-empty info) in order would."""
+    if not rows:
+        return infos
+    columns = _info_columns(codec, result, [position for position, _ in rows])
+    if columns is None:  # rows that differ: one by one
+        for position, index in rows:
+            info = reply_info(codec, result.reply(position))
+            if info:
+                infos = add_info(infos, info, index)
+        return infos
+    targets = [index for _, index in rows]
+    for key, values in columns.items():
+        infos = merge_column(add_info, num_envs, infos, key, targets, values)
+    return infos
+
+
+def _info_columns(
+    codec: ObservationCodec, result: BatchResult, positions: list[int]
+) -> dict[str, list[Any]] | None:
+    """The info of the rows ``positions`` as key -> one value per row, in the key order of
+    one row's info; ``None`` when the rows' infos do not share their keys."""
+    if not codec.plain_extras or (_METADATA in result.fields and not result.metadata_field):
+        return None  # extras nested in the observation, or a metadata field of its own
+    skipped = {codec.key, codec.truncated_key, codec.terminated_key, _METADATA}
+    columns: dict[str, list[Any]] = {}
+    for name, column in result.fields.items():
+        if name not in skipped:
+            columns[name] = [column[p] for p in positions]
+    metadata = [result.metadata.get(p, {}) for p in positions]
+    keys = metadata[0].keys()
+    if any(m.keys() != keys for m in metadata):
+        return None
+    for key in keys:  # the metadata wins over a field of the same name, as in reply_info
+        columns[key] = [m[key] for m in metadata]
+    return columns
+
+
+__all__ = ["AddInfo", "merge_column", "merge_result_infos"]
