@@ -30,7 +30,7 @@ from openenv_gym.client import (
 )
 from openenv_gym.client.http import auth_error
 from openenv_gym.errors import ServerConnectionError, ServerReplyError
-from openenv_gym.spaces.tools import LIST_TOOLS, ToolSpec, parse_tool_list
+from openenv_gym.spaces.tool_list import LIST_TOOLS, ToolSpec, parse_tool_list
 from openenv_gym.wire.messages import step_message, ws_to_http_url
 
 #: The official server's JSON-RPC route for MCP.

@@ -46,24 +46,17 @@ Example:
 from __future__ import annotations
 
 import json
-import logging
-import re
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.errors import (
-    ActionOutOfSpaceError,
-    CodecError,
-    SpaceMappingError,
-    ToolCallRefusedError,
-)
+from openenv_gym.errors import ActionOutOfSpaceError, CodecError, SpaceMappingError
 from openenv_gym.spaces.codec import ActionCodec, ObservationCodec
 from openenv_gym.spaces.describe import describe_space, describe_value
+from openenv_gym.spaces.field_rules import DEFAULT_OBSERVATION_TEXT_MAX_LENGTH
 from openenv_gym.spaces.fields import (
     DEFAULT_TEXT_CHARSET,
     DefaultCharsetText,
@@ -71,228 +64,27 @@ from openenv_gym.spaces.fields import (
     FieldCodec,
     TextCodec,
 )
-from openenv_gym.spaces.json_text import JsonText, JsonTextCodec
+from openenv_gym.spaces.json_text import JsonTextCodec
 from openenv_gym.spaces.membership import coerce
-from openenv_gym.spaces.schema import (
-    DEFAULT_ACTION_TEXT_MAX_LENGTH,
-    DEFAULT_OBSERVATION_TEXT_MAX_LENGTH,
-    SchemaMapping,
-    map_action_schema,
-    map_observation_schema,
+from openenv_gym.spaces.schema import SchemaMapping
+from openenv_gym.spaces.tool_list import (
+    CALL_TOOL,
+    LIST_TOOLS,
+    ToolSpec,
+    is_bare_action_schema,
+    is_tool_call_schema,
+    parse_tool_list,
 )
-from openenv_gym.spaces.serialization import X_ACTION_KEY, X_OBSERVATION_KEY
+from openenv_gym.spaces.tool_mapping import arguments_by_tool, map_tool_arguments, map_tool_result
+from openenv_gym.spaces.tool_replies import (
+    error_of,
+    printable_text,
+    raise_if_refused,
+    result_value,
+)
 
-logger = logging.getLogger("openenv_gym")
-
-#: The ``type`` of the wire action that calls a tool.
-CALL_TOOL: Final = "call_tool"
-#: The ``type`` of the wire action that lists the tools.
-LIST_TOOLS: Final = "list_tools"
 #: The value of the observation's ``tool`` after ``reset`` (no tool answered).
 NO_TOOL: Final = -1
-#: Error types of a call the server refused (rather than a tool that ran and failed).
-REFUSAL_ERROR_TYPES: Final = frozenset({"invalid_args", "tool_not_found"})
-#: FastMCP's (pydantic ``validate_call``) message for arguments that fail the input schema.
-_VALIDATION_MESSAGE: Final = re.compile(r"validation errors? for call\[")
-#: FastMCP marks outputs it wrapped as ``{"result": value}`` with this output-schema key.
-_WRAPPED_RESULT: Final = "x-fastmcp-wrap-result"
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool of an MCP tool environment, as its server lists it.
-
-    Attributes:
-        name: The tool's name (what ``tool_name`` carries on the wire).
-        description: What the tool does.
-        input_schema: The JSON Schema of its arguments (an object schema).
-        output_schema: The JSON Schema of its structured result, or ``None``.
-    """
-
-    name: str
-    description: str = ""
-    input_schema: Mapping[str, Any] = field(default_factory=dict)
-    output_schema: Mapping[str, Any] | None = None
-
-
-def parse_tool_list(raw: Any) -> tuple[ToolSpec, ...]:
-    """A server's tool list (MCP ``tools/list`` or OpenEnv ``ListToolsObservation.tools``:
-    ``inputSchema`` or ``input_schema``) -> :class:`ToolSpec` objects, in its order.
-
-    Raises:
-        SpaceMappingError: The list is empty, or an entry is not a tool.
-    """
-    if not isinstance(raw, list) or not raw:
-        raise SpaceMappingError(
-            f"expected the server's tool list as a non-empty list of tools, got "
-            f"{describe_value(raw)}; an MCP tool environment must list at least one tool",
-            field="tools",
-            schema=raw,
-        )
-    tools = []
-    for entry in raw:
-        name = entry.get("name") if isinstance(entry, Mapping) else None
-        if not isinstance(name, str) or not name:
-            raise SpaceMappingError(
-                f"expected each tool as an object with a 'name', got {describe_value(entry)}",
-                field="tools",
-                schema=entry,
-            )
-        inputs = entry.get("inputSchema", entry.get("input_schema"))
-        outputs = entry.get("outputSchema", entry.get("output_schema"))
-        tools.append(
-            ToolSpec(
-                name=name,
-                description=str(entry.get("description") or ""),
-                input_schema=dict(inputs) if isinstance(inputs, Mapping) else {},
-                output_schema=dict(outputs) if isinstance(outputs, Mapping) else None,
-            )
-        )
-    return tuple(tools)
-
-
-def is_tool_call_schema(action_schema: Any) -> bool:
-    """Whether an action JSON Schema is OpenEnv's ``CallToolAction`` (``tool_name`` and
-    ``arguments`` fields): the mark of an MCP tool environment in ``GET /schema``."""
-    if not isinstance(action_schema, Mapping):
-        return False
-    properties = action_schema.get("properties")
-    return isinstance(properties, Mapping) and {"tool_name", "arguments"} <= set(properties)
-
-
-def is_bare_action_schema(action_schema: Any) -> bool:
-    """Whether an action JSON Schema has no fields of its own (OpenEnv's base ``Action``,
-    served by envs that take MCP actions only); such a server is asked for its tools."""
-    if not isinstance(action_schema, Mapping):
-        return False
-    properties = action_schema.get("properties") or {}
-    return isinstance(properties, Mapping) and set(properties) <= {"metadata", "type"}
-
-
-# ---------------------------------------------------------------------- mapping
-
-
-def _by_tool(option: str, names: Collection[str], tools: Sequence[ToolSpec]) -> dict[str, set[str]]:
-    """``{"tool.argument", ...}`` -> ``{tool: {"argument", ...}}``; unknown tools raise."""
-    known = {tool.name for tool in tools}
-    out: dict[str, set[str]] = {}
-    for name in names:
-        tool, _, rest = name.partition(".")
-        if tool not in known or not rest:
-            raise SpaceMappingError(
-                f"{option} names {name!r}; for an MCP tool env, name tool arguments as "
-                f"'tool.argument' with a tool of {sorted(known)}",
-                field=name,
-            )
-        out.setdefault(tool, set()).add(rest)
-    return out
-
-
-def _argument_codec(
-    tool: ToolSpec,
-    name: str,
-    schema: Any,
-    field_spaces: Mapping[str, spaces.Space[Any]],
-    include: Collection[str],
-) -> FieldCodec:
-    """One argument's codec: the schema mapper's, else JSON text (logged)."""
-    wrapper = {
-        "properties": {name: schema},
-        "required": [name],
-        X_ACTION_KEY: name,
-        "$defs": tool.input_schema.get("$defs", {}),
-        "definitions": tool.input_schema.get("definitions", {}),
-    }
-    own_spaces = {p: s for p, s in field_spaces.items() if p.split(".")[0] == name}
-    own_include = [p for p in include if p.split(".")[0] == name and p != name]
-    try:
-        return map_action_schema(wrapper, field_spaces=own_spaces, include=own_include).codec
-    except SpaceMappingError as exc:
-        if own_spaces or own_include:
-            raise SpaceMappingError(
-                f"tool {tool.name!r}: {exc}", field=f"{tool.name}.{name}"
-            ) from exc
-        logger.info(
-            "MCP tool %r: argument %r has no fixed space (%s); it travels as JSON text",
-            tool.name,
-            name,
-            exc,
-        )
-        space = JsonText(DEFAULT_ACTION_TEXT_MAX_LENGTH, schema=_with_defs(schema, tool))
-        return JsonTextCodec(space)
-
-
-def _with_defs(schema: Any, tool: ToolSpec) -> dict[str, Any]:
-    """``schema`` with the tool's ``$defs`` beside it (so its references resolve)."""
-    out = dict(schema) if isinstance(schema, Mapping) else {}
-    for key in ("$defs", "definitions"):
-        if key in tool.input_schema and key not in out:
-            out[key] = tool.input_schema[key]
-    return out
-
-
-def map_tool_arguments(
-    tool: ToolSpec,
-    *,
-    include: Collection[str] = (),
-    field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
-) -> DictCodec:
-    """The ``Dict`` of a tool's arguments: required ones, plus the optional ones named in
-    ``include`` or ``field_spaces`` (argument paths, ``"where.x"``), in schema order.
-
-    Raises:
-        SpaceMappingError: ``include``/``field_spaces`` name an argument the tool lacks, or
-            an explicit space does not fit.
-    """
-    properties = tool.input_schema.get("properties") or {}
-    required = set(tool.input_schema.get("required") or ())
-    spaces_given = dict(field_spaces or {})
-    top_named = {p.split(".")[0] for p in (*include, *spaces_given)}
-    unknown = sorted(top_named - set(properties))
-    if unknown:
-        raise SpaceMappingError(
-            f"tool {tool.name!r} has no argument {unknown[0]!r}; its arguments are "
-            f"{list(properties)}",
-            field=f"{tool.name}.{unknown[0]}",
-        )
-    items = [
-        (name, _argument_codec(tool, name, schema, spaces_given, include))
-        for name, schema in properties.items()
-        if name in required or name in top_named
-    ]
-    return DictCodec(items)
-
-
-def map_tool_result(tool: ToolSpec) -> tuple[FieldCodec, bool]:
-    """A tool's result codec, and whether FastMCP wraps its results as ``{"result": ...}``.
-
-    Typed from the output schema when it declares one that maps; else JSON text.
-    """
-    output = tool.output_schema
-    wrapped = bool(output and output.get(_WRAPPED_RESULT))
-    if output:
-        schema: Any = output
-        if wrapped:
-            schema = (output.get("properties") or {}).get("result", {})
-        wrapper = {
-            "properties": {"result": schema},
-            X_OBSERVATION_KEY: "result",
-            "$defs": output.get("$defs", {}),
-            "definitions": output.get("definitions", {}),
-        }
-        try:
-            mapping = map_observation_schema(wrapper)
-            codec: FieldCodec | None = mapping.codec  # None: a field left to info
-            if codec is not None and mapping.key == "result":
-                return codec, wrapped
-        except SpaceMappingError as exc:
-            logger.info(
-                "MCP tool %r: its output schema has no fixed space (%s); results are JSON text",
-                tool.name,
-                exc,
-            )
-    space = JsonText(DEFAULT_OBSERVATION_TEXT_MAX_LENGTH, schema=output or {})
-    return JsonTextCodec(space), wrapped
 
 
 # ---------------------------------------------------------------------- codecs
@@ -423,19 +215,21 @@ class ToolObservationCodec(FieldCodec):
                 f"its tool list {list(self._index)} (the list changed? make a new env)",
                 field="tool_name",
             )
-        error = _error_of(wire)
+        error = error_of(wire)
         if error is not None:
-            _raise_if_refused(name, *error)
+            raise_if_refused(name, *error)
         else:
             out["result"][name] = self._result(index, wire.get("result"))
         out["tool"] = np.int64(index)
-        out["error"] = "" if error is None else _printable(f"{error[0]}: {error[1]}", self._error)
+        out["error"] = (
+            "" if error is None else printable_text(f"{error[0]}: {error[1]}", self._error)
+        )
         return out
 
     def _result(self, index: int, result: Any) -> Any:
         codec = self.results[index]
         path = f"result.{self.tools[index].name}"
-        value = _result_value(result, self._wrapped[index])
+        value = result_value(result, self._wrapped[index])
         if result is None:
             return codec.neutral()
         try:
@@ -476,7 +270,7 @@ class ToolObservationCodec(FieldCodec):
         out.update((k, v) for k, v in wire.items() if k not in ("tool_name", "result", "error"))
         if "tool_name" in wire:
             out["tool_name"] = str(wire["tool_name"])
-            error = _error_of(wire)
+            error = error_of(wire)
             out["error_type"] = "" if error is None else error[0]
 
 
@@ -498,8 +292,8 @@ def tool_codecs(
     """
     if not tools:
         raise SpaceMappingError("the server lists no tools", field="tools")
-    included = _by_tool("action_include", include, tools)
-    given = _by_tool("action_field_spaces", list(field_spaces or {}), tools)
+    included = arguments_by_tool("action_include", include, tools)
+    given = arguments_by_tool("action_field_spaces", list(field_spaces or {}), tools)
     arguments = []
     for tool in tools:
         own = {p: (field_spaces or {})[f"{tool.name}.{p}"] for p in given.get(tool.name, ())}
@@ -510,80 +304,6 @@ def tool_codecs(
     return ToolActionCodec(ToolCallCodec(tools, arguments)), ObservationCodec(
         SchemaMapping(observation, None)
     )
-
-
-# ---------------------------------------------------------------------- wire helpers
-
-
-def _result_value(result: Any, wrapped: bool) -> Any:
-    """The value of a tool result: a FastMCP ``CallToolResult``'s structured content
-    (unwrapped when the output schema or the result's ``meta`` says FastMCP wrapped it),
-    else its text content; any other result as it came."""
-    if not isinstance(result, Mapping) or "content" not in result:
-        return result
-    structured = result.get("structured_content", result.get("structuredContent"))
-    if structured is not None:
-        meta = result.get("meta")
-        fastmcp = meta.get("fastmcp") if isinstance(meta, Mapping) else None
-        wrapped = wrapped or (isinstance(fastmcp, Mapping) and fastmcp.get("wrap_result") is True)
-        if wrapped and isinstance(structured, Mapping) and "result" in structured:
-            return structured["result"]
-        return structured
-    content = result.get("content")
-    if isinstance(content, list):
-        texts = [c.get("text") for c in content if isinstance(c, Mapping) and "text" in c]
-        if texts and len(texts) == len(content):
-            return texts[0] if len(texts) == 1 else "".join(str(t) for t in texts)
-    return content
-
-
-def _error_of(wire: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(error_type, message)`` of a reply whose call failed, else ``None``."""
-    error = wire.get("error")
-    if isinstance(error, Mapping):
-        return str(error.get("error_type", "error")), str(error.get("message", ""))
-    if isinstance(error, str) and error:
-        return "error", error
-    result = wire.get("result")
-    if isinstance(result, Mapping) and (result.get("is_error") or result.get("isError")):
-        return "execution_error", str(_result_value(result, False))
-    return None
-
-
-def _raise_if_refused(tool: str, error_type: str, message: str) -> None:
-    """Raise :class:`ToolCallRefusedError` when the server refused the call itself."""
-    if error_type not in REFUSAL_ERROR_TYPES and not _VALIDATION_MESSAGE.search(message):
-        return
-    argument = _refused_argument(message) if error_type != "tool_not_found" else ""
-    where = f"argument {argument!r}" if argument else "the call"
-    pin = f"{tool}.{argument or '<argument>'}"
-    raise ToolCallRefusedError(
-        f"the server refused the call of tool {tool!r} ({error_type}): {where} was rejected: "
-        f"{message.strip()}. If the call came from env.action_space.sample(), the tool's schema "
-        "states less than the server checks: pin a narrower space with "
-        f"action_field_spaces={{{pin!r}: ...}}",
-        tool=tool,
-        argument=argument,
-        error_type=error_type,
-        server_message=message,
-    )
-
-
-def _refused_argument(message: str) -> str:
-    """The argument a pydantic validation message names first (its location line)."""
-    lines = message.splitlines()
-    for line in lines[1:]:
-        if line and not line[0].isspace():
-            return line.strip()
-    return ""
-
-
-def _printable(text: str, space: spaces.Text) -> str:
-    """``text`` inside ``space``: characters outside the charset escaped, then cut."""
-    charset = space.character_set
-    if not set(text) <= charset:
-        text = "".join(c if c in charset else f"\\u{ord(c):04x}" for c in text)
-    return text[: space.max_length]
 
 
 __all__ = [
