@@ -19,13 +19,13 @@ called tool's ``result`` and an ``error``. The spaces come from the server's too
   ``include`` (``"tool.argument"``). An argument no space describes (``Any``, ``dict[str,
   ...]``, an unbounded ``int``) travels as JSON text (:class:`~.json_text.JsonText`, charset
   :data:`~openenv_gym.spaces.fields.DEFAULT_TEXT_CHARSET`, at most
-  :data:`~openenv_gym.spaces.schema.DEFAULT_ACTION_TEXT_MAX_LENGTH` characters).
+  :data:`~openenv_gym.spaces.field_rules.DEFAULT_ACTION_TEXT_MAX_LENGTH` characters).
 * **Observation**: ``Dict(tool=Discrete(n + 1, start=-1), result=Dict(<tool>: space, ...),
   error=Text)``. ``tool`` is the index of the tool that answered (``-1`` after ``reset``);
   ``result[<tool>]`` is that tool's result (the other tools' entries hold their neutral
   value): typed from the tool's output schema when it declares one that maps (FastMCP's
   wrapped ``{"result": ...}`` outputs are unwrapped), else JSON text of at most
-  :data:`~openenv_gym.spaces.schema.DEFAULT_OBSERVATION_TEXT_MAX_LENGTH` characters.
+  :data:`~openenv_gym.spaces.field_rules.DEFAULT_OBSERVATION_TEXT_MAX_LENGTH` characters.
   ``error`` is ``""``, or ``"<error_type>: <message>"`` when the tool failed.
 * A call the server refuses (unknown tool, arguments its schema rejects) raises
   :class:`~openenv_gym.errors.ToolCallRefusedError` naming the tool and the argument; an
