@@ -22,8 +22,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from openenv_gym.env import reply_info
-from openenv_gym.errors import OpenEnvGymError
-from openenv_gym.spaces import ObservationCodec
+from openenv_gym.errors import ActionMaskUnavailableError, OpenEnvGymError
+from openenv_gym.spaces import ActionCodec, ObservationCodec
 from openenv_gym.vector.infos import AddInfo, merge_result_infos
 from openenv_gym.wire.batch import BatchResult
 
@@ -296,6 +296,25 @@ class BatchBuffers:
         if isinstance(observations, np.ndarray):
             return observations.copy()  # the usual Box batch: no deepcopy machinery
         return deepcopy(observations)
+
+    def action_masks(self, action_codec: ActionCodec) -> np.ndarray:
+        """The legal actions of each sub-env's last observation as ``action_codec`` masks
+        them: ``(num_envs, n)`` ``bool``.
+
+        Raises:
+            ActionMaskUnavailableError: No observation field lists the legal actions, the
+                action space is not discrete, or a sub-env has not been reset yet.
+        """
+        legal_key = self.codec.legal_key
+        if legal_key is None or not action_codec.maskable:
+            raise ActionMaskUnavailableError(
+                "this vector env has no action masks: they need a Discrete action space (or an "
+                "enum) and an observation field listing the legal actions; action space "
+                f"{action_codec.space}, legal field {legal_key!r}"
+            )
+        if any(legal is None for legal in self.legal):
+            raise ActionMaskUnavailableError("call reset() before action_masks()")
+        return np.stack([action_codec.mask(legal, legal_key) for legal in self.legal])
 
     def observation_of(self, index: int) -> Any:
         """A copy of sub-env ``index``'s current observation."""

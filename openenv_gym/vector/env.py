@@ -56,7 +56,6 @@ from gymnasium.vector.utils import batch_space
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.errors import (
-    ActionMaskUnavailableError,
     SubEnvError,
     VectorUsageError,
 )
@@ -491,18 +490,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             ActionMaskUnavailableError: The observations list no legal actions, the action
                 space is not discrete, or a sub-env has not been reset yet.
         """
-        codec = self._action_codec
-        legal_key = self._observation_codec.legal_key
-        if legal_key is None or not codec.maskable:
-            raise ActionMaskUnavailableError(
-                "this vector env has no action masks: they need a Discrete action space (or an "
-                "enum) and an observation field listing the legal actions; action space "
-                f"{self.single_action_space}, legal field {legal_key!r}"
-            )
-        legals = self._buffers.legal
-        if any(legal is None for legal in legals):
-            raise ActionMaskUnavailableError("call reset() before action_masks()")
-        return np.stack([codec.mask(legal, legal_key) for legal in legals])
+        return self._buffers.action_masks(self._action_codec)
 
     def __repr__(self) -> str:
         servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []
