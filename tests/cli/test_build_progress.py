@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from openenv_gym.docker_images import build_wheelhouse, condense
+from openenv_gym.docker_build_output import condense
+from openenv_gym.docker_images import build_wheelhouse
 from openenv_gym.errors import ImageBuildError
 
 
