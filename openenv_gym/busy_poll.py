@@ -59,7 +59,7 @@ MAX_MISSES: Final = 3
 #: The longest spin ``busy_poll=`` accepts, in seconds (as ``--busy-poll-us``'s 100000).
 MAX_BUSY_POLL: Final = 0.1
 #: What a sleep overshoots by (Linux's default 50 µs timer slack, and the wake-up), seconds:
-#: a hybrid spin sleeps this much less than half the usual wait.
+#: a hybrid spin sleeps this much less than its share of the usual wait.
 NAP_OVERSHOOT: Final = 75e-6
 #: The share of the usual wait a hybrid spin sleeps through (less the overshoot): 0.75
 #: cut a client's CPU per CartPole step by a third at N=16 for 4% fewer steps/s; 0.9 lost

@@ -223,7 +223,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 "headers": dict(headers or {}),
                 "token": self._token,
             }
-            schema = self._schemas(action_model, observation_model, connect_timeout)
+            schema = self._schemas(action_model, observation_model)
             self._action_codec, self._observation_codec = self._build_codecs(schema)
             self.action_space = self._action_codec.space
             self.observation_space = self._observation_codec.space
@@ -280,7 +280,6 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self,
         action_model: type[BaseModel] | None,
         observation_model: type[BaseModel] | None,
-        timeout: float,
     ) -> dict[str, Any]:
         """The action and observation JSON Schemas: the models', else ``GET /schema``'s."""
         return self._mapper().schemas(action_model, observation_model, self._adapt_schema)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -43,6 +43,7 @@ from openenv_gym.spaces.tools import (
 from openenv_gym.wire.messages import StateReply, reset_message, state_message
 
 logger = logging.getLogger("openenv_gym")
+_Codec = TypeVar("_Codec", ActionCodec, ObservationCodec)
 _LOGGED_INFERENCES: set[tuple[str, str]] = set()
 
 #: One reset for open shapes: the schemas -> the sample observation and the action hints.
@@ -189,32 +190,41 @@ class SpaceMapper:
     ) -> tuple[ActionCodec | None, ObservationCodec | None, list[MappingProblem]]:
         options = self.options
         problems: list[MappingProblem] = []
-        act = obs = None
-        try:
-            act = action_codec(
+        act = _collecting_problems(
+            problems,
+            lambda: action_codec(
                 schema["action"],
                 field_spaces=options.get("action_field_spaces", {}),
                 field_shapes=options.get("action_field_shapes", {}),
                 include=options.get("action_include", ()),
                 hints=hints,
-            )
-        except SpaceMappingError as exc:
-            if not exc.problems:
-                raise
-            problems.extend(exc.problems)
-        try:
-            obs = observation_codec(
+            ),
+        )
+        obs = _collecting_problems(
+            problems,
+            lambda: observation_codec(
                 schema["observation"],
                 field_spaces=options.get("observation_field_spaces", {}),
                 field_shapes=options.get("observation_field_shapes", {}),
                 exclude=options.get("observation_exclude", ()),
                 sample=sample,
-            )
-        except SpaceMappingError as exc:
-            if not exc.problems:
-                raise
-            problems.extend(exc.problems)
+            ),
+        )
         return act, obs, problems
+
+
+def _collecting_problems(
+    problems: list[MappingProblem], build: Callable[[], _Codec]
+) -> _Codec | None:
+    """``build()``, or ``None`` with its mapping problems added to ``problems`` (an error
+    without problems propagates)."""
+    try:
+        return build()
+    except SpaceMappingError as exc:
+        if not exc.problems:
+            raise
+        problems.extend(exc.problems)
+        return None
 
 
 def find_rgb_image(space: spaces.Space[Any]) -> tuple[str, ...] | None:

@@ -367,7 +367,7 @@ class SessionManager:
 
     def calibrate_step_cost(self) -> float | None:
         """Time a throwaway environment's steps once (:mod:`openenv_gym.server.step_cost`);
-        the server runs it in a worker thread when it starts."""
+        the server runs it in a worker thread on the first ``GET /capacity``."""
         return self.step_cost.calibrate(self.env_factory, self.step)
 
     def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class Opener:
         Args:
             sockets: The server's Unix sockets (a server this env started), or none.
             spread: How many batch connections (on distinct worker processes) to spread
-                the sub-envs over (:func:`worker_connections`).
+                the sub-envs over, ``1..len(indices)`` (:func:`worker_connections`).
 
         Raises:
             SessionsRefusedError: The server refused sessions (``CAPACITY_REACHED``).
@@ -121,10 +121,9 @@ class Opener:
         """
         plain: list[BlockingConnection] = []
         if self.batch:
-            count = max(1, min(len(indices), spread))
-            first = self.connect(url, sockets, range(count), batch=True)
+            first = self.connect(url, sockets, range(spread), batch=True)
             if all(connection.batch for connection in first):
-                if not sockets and count > 1:
+                if not sockets and spread > 1:
                     first = self._spread_over_workers(url, first)
                 return self._open_batches(first, indices)
             plain = first  # an official server: one session per connection

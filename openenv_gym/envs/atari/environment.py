@@ -198,7 +198,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         if type(action_id) is not int or len(data) != 1:
             return None
         screen, reward, done, info = self._act(action_id)
-        metadata = {"game_name": self.game, "action_meanings": list(self.action_meanings)}
+        metadata = self._metadata()
         fields = {"metadata": metadata, **self._fields(screen, info)}
         return observation_message(fields, reward, done, metadata)
 
@@ -217,6 +217,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         screen, reward, terminated, truncated, info = self._env.step(action_id)
         self._state.step_count += 1
         return screen, float(reward), bool(terminated or truncated), info
+
+    def _metadata(self) -> dict[str, Any]:
+        """The ``metadata`` of every observation: the game and its action meanings."""
+        return {"game_name": self.game, "action_meanings": list(self.action_meanings)}
 
     def _fields(self, screen: np.ndarray, info: Mapping[str, Any]) -> dict[str, Any]:
         """The observation fields after ``metadata``, in the schema's order."""
@@ -242,7 +246,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             {
                 "done": done,
                 "reward": reward,
-                "metadata": {"game_name": self.game, "action_meanings": self.action_meanings},
+                "metadata": self._metadata(),
                 **self._fields(screen, info),
             },
         )
