@@ -53,6 +53,7 @@ from openenv_gym.client import (
     get_json,
     resolve_token,
 )
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
@@ -215,14 +216,15 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             if self._token is None:  # a server whose provider chose its token (a Ray fleet's)
                 self._token = self._provider.token
             self._reset_kwargs = dict(reset_kwargs or {})
-            self._connect_options: dict[str, Any] = {
-                "connect_timeout": connect_timeout,
-                "reply_timeout": reply_timeout,
-                "busy_poll": check_busy_poll(busy_poll),
-                "max_message_size": max_message_size,
-                "headers": dict(headers or {}),
-                "token": self._token,
-            }
+            self._connect_options = ConnectOptions(
+                encoding=self.encoding,
+                connect_timeout=connect_timeout,
+                reply_timeout=reply_timeout,
+                busy_poll=check_busy_poll(busy_poll),
+                max_message_size=max_message_size,
+                headers=dict(headers or {}),
+                token=self._token,
+            )
             schema = self._schemas(action_model, observation_model)
             self._action_codec, self._observation_codec = self._build_codecs(schema)
             self.action_space = self._action_codec.space
@@ -255,13 +257,13 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             options = self._connect_options
             self._session = SyncSession.connect(
                 self.base_url,
-                connect_timeout=options["connect_timeout"],
-                reply_timeout=options["reply_timeout"],
-                busy_poll=options["busy_poll"],
-                max_message_size=options["max_message_size"],
-                headers=options["headers"],
-                encoding=self.encoding,
-                token=self._token,
+                connect_timeout=options.connect_timeout,
+                reply_timeout=options.reply_timeout,
+                busy_poll=options.busy_poll,
+                max_message_size=options.max_message_size,
+                headers=dict(options.headers),
+                encoding=options.encoding,
+                token=options.token,
             )
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
@@ -271,7 +273,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         return SpaceMapper(
             self.base_url,
             token=self._token,
-            timeout=self._connect_options["connect_timeout"],
+            timeout=self._connect_options.connect_timeout,
             options=self._mapping_options,
             probe=lambda schema: probe_session(self._open_session(), schema, reset_kwargs),
         )
@@ -454,9 +456,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         return dict(self._reset_kwargs)
 
     @property
-    def connect_options(self) -> dict[str, Any]:
+    def connect_options(self) -> ConnectOptions:
         """The options the session was opened with (timeouts, message size, headers, token)."""
-        return dict(self._connect_options)
+        return self._connect_options
 
     def detach(self) -> ServerProvider:
         """Hand the server provider over to the caller and close this env, but not the server.

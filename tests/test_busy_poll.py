@@ -131,7 +131,7 @@ def test_the_env_refuses_a_bad_busy_poll(cartpole_url: str) -> None:
 def test_envs_step_with_and_without_spinning(cartpole_url: str, busy_poll: float) -> None:
     env = OpenEnvEnv(cartpole_url, busy_poll=busy_poll)
     try:
-        assert env.connect_options["busy_poll"] == busy_poll
+        assert env.connect_options.busy_poll == busy_poll
         observation, _ = env.reset(seed=3)
         assert observation in env.observation_space
         for _ in range(20):

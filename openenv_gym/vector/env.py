@@ -55,6 +55,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     SubEnvError,
     VectorUsageError,
@@ -172,10 +173,11 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             self.num_envs,
             encoding=encoding,
             server_fleet=server_fleet,
-            connect_options={
-                "connect_timeout": env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
-                "token": env_kwargs.get("token"),
-            },
+            connect_options=ConnectOptions(
+                encoding=encoding,
+                connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+                token=env_kwargs.get("token"),
+            ),
         )
 
         if urls is not None:  # before any session is open: nothing of ours is counted yet

@@ -18,10 +18,11 @@ import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
+from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_each, send_many
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     OpenEnvGymError,
     SubEnvError,
@@ -70,14 +71,14 @@ class Fleet:
         num_envs: int,
         *,
         encoding: str,
-        connect_options: dict[str, Any],
+        connect_options: ConnectOptions,
         batch: bool = True,
         server_fleet: FleetProvider | None = None,
     ) -> None:
         self.num_envs = num_envs
         self.server_fleet = server_fleet
         self.encoding = encoding
-        self.connect_options = dict(connect_options)
+        self.connect_options = connect_options
         self.batch = batch and encoding != "json"
         #: The ``x-truncated-key`` observation field (SAME_STEP autoreset on the server).
         self.truncated_key: str | None = None
@@ -99,14 +100,12 @@ class Fleet:
         #: How reconnect() spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
 
-    def set_options(self, connect_options: Mapping[str, Any]) -> None:
+    def set_options(self, connect_options: ConnectOptions) -> None:
         """Take the session options (timeouts, message size, headers, token)."""
-        self.connect_options = dict(connect_options)
-        self.reply_timeout = float(connect_options["reply_timeout"])
+        self.connect_options = connect_options
+        self.reply_timeout = connect_options.reply_timeout
         #: One busy-poller for every connection: the wait of a round trip is one spin.
-        self.poller = BusyPoller(
-            connect_options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL), hybrid=True
-        )
+        self.poller = BusyPoller(connect_options.busy_poll, hybrid=True)
 
     @property
     def sessions(self) -> list[BlockingConnection]:
@@ -175,8 +174,8 @@ class Fleet:
         for url, count in needed.items():
             capacity = fetch_capacity(
                 url,
-                timeout=self.connect_options["connect_timeout"],
-                token=self.connect_options.get("token"),
+                timeout=self.connect_options.connect_timeout,
+                token=self.connect_options.token,
             )
             if capacity.workers is not None:
                 self.workers[url] = capacity.workers

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
+from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.client.blocking import (
     BlockingConnection,
     binary_refused,
@@ -29,6 +29,7 @@ from openenv_gym.client.blocking import (
     ws_url_or_raise,
 )
 from openenv_gym.client.exchange import exchange_many
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
     OpenEnvGymError,
@@ -81,8 +82,8 @@ class Opener:
     """How the connections of one vector env are opened.
 
     Attributes:
-        options: ``connect_timeout``, ``reply_timeout``, ``max_message_size``, ``headers``
-            and ``token``.
+        options: How each connection is opened (timeouts, message size, headers, token,
+            busy-polling).
         encoding: The ``encoding=`` of the vector env (``"json"``: no binary frames, no
             batching).
         batch: Offer ``openenv-gym.batch.v1``.
@@ -91,10 +92,10 @@ class Opener:
             :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`): the caller copies
             every row out before its next request.
         poller: The busy-poller of all the vector env's connections (``None``: one each,
-            with ``options["busy_poll"]``).
+            with ``options.busy_poll``).
     """
 
-    options: Mapping[str, Any]
+    options: ConnectOptions
     encoding: str
     batch: bool
     truncated_key: str | None
@@ -103,7 +104,7 @@ class Opener:
 
     @property
     def reply_timeout(self) -> float:
-        return float(self.options["reply_timeout"])
+        return self.options.reply_timeout
 
     def open_group(
         self, url: str, indices: list[int], sockets: Sequence[str], spread: int
@@ -167,14 +168,14 @@ class Opener:
         def open_one(slot: int) -> BlockingConnection:
             return BlockingConnection.open(
                 ws_url,
-                connect_timeout=options["connect_timeout"],
-                reply_timeout=options["reply_timeout"],
-                max_message_size=options["max_message_size"],
-                headers=options["headers"],
+                connect_timeout=options.connect_timeout,
+                reply_timeout=options.reply_timeout,
+                max_message_size=options.max_message_size,
+                headers=dict(options.headers),
                 subprotocols=offered,
-                token=options.get("token"),
+                token=options.token,
                 unix_path=sockets[slot % len(sockets)] if sockets else None,
-                busy_poll=options.get("busy_poll", DEFAULT_CLIENT_BUSY_POLL),
+                busy_poll=options.busy_poll,
                 poller=self.poller,
             )
 

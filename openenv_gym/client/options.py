@@ -1,0 +1,94 @@
+"""How a client connects: :class:`ConnectOptions`, one frozen value instead of a dict of keywords.
+
+Every connection an env, a vector env or a pool opens is described by one
+:class:`ConnectOptions`: the encoding to ask for, the timeouts, busy-polling, the message-size
+limit, extra HTTP headers and the bearer token. It is built once (and checked once) where the
+user's keywords arrive, and passed down unchanged.
+
+Example:
+    >>> options = ConnectOptions(reply_timeout=5.0)
+    >>> options.connect_timeout, options.reply_timeout
+    (10.0, 5.0)
+    >>> options.replace(token="secret").token
+    'secret'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
+from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT
+from openenv_gym.client.session import (
+    DEFAULT_ENCODING,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    DEFAULT_REPLY_TIMEOUT,
+    check_encoding,
+)
+from openenv_gym.errors import EnvConfigError
+
+
+def _frozen_headers(headers: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(headers or {}))
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """What every connection to a server is opened with.
+
+    Attributes:
+        encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see :mod:`openenv_gym.wire`).
+        connect_timeout: Seconds to open a connection (TCP, TLS, WebSocket handshake).
+        reply_timeout: Seconds to wait for each reply; a late reply closes the session.
+        busy_poll: Seconds to wait for a reply awake before sleeping in ``select`` (0 = never).
+        max_message_size: The largest frame accepted from the server, in bytes.
+        headers: Extra HTTP headers sent with the WebSocket handshake.
+        token: The bearer token (``None``: no ``Authorization`` header).
+
+    Raises:
+        EnvConfigError: A timeout, ``busy_poll`` or the size limit is out of range.
+        UnknownEncodingError: ``encoding`` is not one of the names above.
+    """
+
+    encoding: str = DEFAULT_ENCODING
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    reply_timeout: float = DEFAULT_REPLY_TIMEOUT
+    busy_poll: float = DEFAULT_CLIENT_BUSY_POLL
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        check_encoding(self.encoding)
+        object.__setattr__(self, "busy_poll", check_busy_poll(self.busy_poll))
+        for name in ("connect_timeout", "reply_timeout"):
+            value = getattr(self, name)
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise EnvConfigError(
+                    f"expected {name} to be a positive number of seconds, got {value!r}; "
+                    f"pass e.g. {name}=30.0"
+                )
+        size = self.max_message_size
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise EnvConfigError(
+                f"expected max_message_size to be a positive int (bytes), got {size!r}; "
+                f"pass e.g. max_message_size={DEFAULT_MAX_MESSAGE_SIZE}"
+            )
+        object.__setattr__(self, "headers", _frozen_headers(self.headers))
+
+    def replace(self, **changes: Any) -> ConnectOptions:
+        """A copy with ``changes`` applied (and checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+__all__ = ["ConnectOptions"]
