@@ -220,8 +220,13 @@ def link_notes(spec: EnvSpec, settings: Settings) -> list[str]:
     limits = "; ".join(
         f"N={n}: {link.bounds(n, spec.raw_obs_bytes)}" for n in sorted({1, *settings.sizes})
     )
+    shared = (
+        "one link per server: --servers S multiplies the bandwidth by S"
+        if settings.servers > 1
+        else "every connection shares the one link"
+    )
     return [
-        f"link {link.describe()}",
+        f"link {link.describe()}; {shared}",
         f"{spec.name} over link {link.name}, its limits (one round trip per vector step; raw "
         f"observation bytes): {limits}",
         proxy_ceiling().describe(),

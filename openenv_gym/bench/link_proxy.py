@@ -1,8 +1,9 @@
 """A TCP proxy on 127.0.0.1 that behaves like a link: a one-way delay and a bandwidth cap.
 
 This kernel has ``tbf`` but no ``netem``, so the delay cannot come from Linux traffic control;
-the proxy adds both. Each direction of each connection is a FIFO link of its own (full
-duplex): a chunk read at time ``t`` leaves the link's queue at
+the proxy adds both. Each direction is one FIFO link (full duplex), shared by every
+connection through the proxy as they would share the wire to another host: a chunk read at
+time ``t`` leaves the link's queue at
 ``depart = max(t, previous depart) + size / rate`` (a token bucket with no burst, so bytes
 are paced to the rate) and reaches the other end at ``depart + delay``. A reader thread
 stamps each chunk, a writer thread sleeps until its arrival time (``time.sleep``: sub-
@@ -61,22 +62,37 @@ Address = tuple[str, int]
 _Item = tuple[float, bytes] | None
 
 
-class _Direction:
-    """One direction of one proxied connection: a reader, a FIFO link, a writer."""
+class _Link:
+    """One direction of the link, shared by every connection through the proxy (as all the
+    connections to another host share its wire): a FIFO with a delay and a rate."""
 
-    def __init__(
-        self,
-        source: socket.socket,
-        destination: socket.socket,
-        delay: float,
-        rate: float | None,
-        counter: list[int],
-    ) -> None:
+    def __init__(self, delay: float, rate: float | None) -> None:
+        self.delay, self.rate = delay, rate
+        self.delivered = 0
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def count(self, size: int) -> None:
+        """``size`` more bytes reached the other end."""
+        with self._lock:
+            self.delivered += size
+
+    def arrival(self, now: float, size: int) -> float:
+        """When ``size`` bytes that enter the link at ``now`` reach the other end."""
+        if self.rate is None:
+            return now + self.delay
+        with self._lock:
+            self._free_at = max(now, self._free_at) + size / self.rate
+            return self._free_at + self.delay
+
+
+class _Direction:
+    """One direction of one proxied connection: a reader, the shared link, a writer."""
+
+    def __init__(self, source: socket.socket, destination: socket.socket, link: _Link) -> None:
         self._source, self._destination = source, destination
-        self._delay, self._rate = delay, rate
-        self._counter = counter
+        self._link = link
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._link_free = 0.0
         self.threads = [
             threading.Thread(target=self._read, name="link-proxy-read", daemon=True),
             threading.Thread(target=self._write, name="link-proxy-write", daemon=True),
@@ -87,17 +103,13 @@ class _Direction:
             thread.start()
 
     def _read(self) -> None:
-        clock, put, rate, delay = time.perf_counter, self._queue.put, self._rate, self._delay
+        clock, put, arrival = time.perf_counter, self._queue.put, self._link.arrival
         try:
             while data := self._source.recv(READ_BYTES):
                 now = clock()
                 for offset in range(0, len(data), CHUNK_BYTES):
                     chunk = data[offset : offset + CHUNK_BYTES]
-                    depart = now
-                    if rate is not None:
-                        depart = max(now, self._link_free) + len(chunk) / rate
-                        self._link_free = depart
-                    put((depart + delay, chunk))
+                    put((arrival(now, len(chunk)), chunk))
         except OSError:
             pass
         put(None)
@@ -111,7 +123,7 @@ class _Direction:
                 if wait > 0:
                     time.sleep(wait)
                 self._destination.sendall(chunk)
-                self._counter[0] += len(chunk)
+                self._link.count(len(chunk))
             self._destination.shutdown(socket.SHUT_WR)
         except OSError:
             with contextlib.suppress(OSError):
@@ -148,7 +160,7 @@ class LinkProxy:
         self.target: Address = (str(target[0]), int(str(target[1])))
         self.one_way_delay = one_way_delay
         self.bytes_per_s = bytes_per_s
-        self._up, self._down = [0], [0]
+        self._up, self._down = _Link(one_way_delay, bytes_per_s), _Link(one_way_delay, bytes_per_s)
         self._listener = socket.create_server(("127.0.0.1", port))
         self._sockets: list[socket.socket] = []
         self._closed = False
@@ -163,11 +175,11 @@ class LinkProxy:
 
     @property
     def bytes_up(self) -> int:
-        return self._up[0]
+        return self._up.delivered
 
     @property
     def bytes_down(self) -> int:
-        return self._down[0]
+        return self._down.delivered
 
     def _accept(self) -> None:
         while True:
@@ -186,9 +198,8 @@ class LinkProxy:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER)
             self._sockets += [client, upstream]
-            delay, rate = self.one_way_delay, self.bytes_per_s
-            _Direction(client, upstream, delay, rate, self._up).start()
-            _Direction(upstream, client, delay, rate, self._down).start()
+            _Direction(client, upstream, self._up).start()
+            _Direction(upstream, client, self._down).start()
 
     def close(self) -> None:
         """Stop listening and cut every proxied connection. Idempotent."""

@@ -177,6 +177,28 @@ def test_the_rate_cap_holds_bytes_to_size_over_rate(echo_server: tuple[str, int]
         assert proxy.bytes_up == proxy.bytes_down == len(payload)
 
 
+def test_connections_share_the_link_s_bandwidth(echo_server: tuple[str, int]) -> None:
+    rate = 20e6 / 8  # 20 Mbit/s for both connections together
+    payload = bytes(200_000)
+    elapsed: list[float] = []
+    with LinkProxy(echo_server, bytes_per_s=rate) as proxy:
+        start = time.perf_counter()
+
+        def one() -> None:
+            with socket.create_connection(proxy.address) as conn:
+                assert _round_trip(conn, payload) == payload
+                elapsed.append(time.perf_counter() - start)
+
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(elapsed) == 2
+    # Two connections through one link: the last byte waits for both payloads.
+    assert max(elapsed) >= 2 * len(payload) / rate
+
+
 def test_delay_and_cap_together_keep_every_byte_in_order(echo_server: tuple[str, int]) -> None:
     rng = np.random.default_rng(1)
     with (
