@@ -199,7 +199,7 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
                 )
                 stack.callback(server.stop)
                 url = server.start()
-                if link.emulated:
+                if link.proxied:
                     url = stack.enter_context(linked_url(url, link))
                 context.urls.append(url)
         except Exception as exc:
@@ -229,7 +229,7 @@ def link_notes(spec: EnvSpec, settings: Settings) -> list[str]:
         f"link {link.describe()}; {shared}",
         f"{spec.name} over link {link.name}, its limits (one round trip per vector step; raw "
         f"observation bytes): {limits}",
-        proxy_ceiling().describe(),
+        *([proxy_ceiling().describe()] if link.proxied else []),
     ]
 
 

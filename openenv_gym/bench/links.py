@@ -67,6 +67,12 @@ class LinkProfile:
     server_source: ServerSource = "local"
 
     @property
+    def proxied(self) -> bool:
+        """``True`` when a proxy must add a delay or a cap (``rtt_ms=0`` alone needs none: the
+        servers just get a private ``/dev/shm``, the same host without shared memory)."""
+        return self.emulated and (self.rtt_ms > 0 or self.mbit is not None)
+
+    @property
     def one_way_delay(self) -> float:
         """Seconds each chunk is held in each direction (half the round trip)."""
         return self.rtt_ms / 2000.0
@@ -103,6 +109,8 @@ class LinkProfile:
             if self.server_source == "docker":
                 return f"{self.name}: servers in Docker containers (openenv/Docker-v0)"
             return f"{self.name}: servers on this host, every same-host shortcut applies"
+        if not self.proxied:
+            return f"{self.name}: servers on this host with a private /dev/shm (no shared memory)"
         rate = "unlimited" if self.mbit is None else f"{self.mbit:g} Mbit/s per direction"
         return (
             f"{self.name}: {rate}, {self.rtt_ms:g} ms round trip (a userspace proxy on "

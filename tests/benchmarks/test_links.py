@@ -59,6 +59,12 @@ def test_custom_values() -> None:
     assert link.server_source == "local"
     assert parse_link("delay_ms=3").rtt_ms == 6.0
     assert parse_link("delay_ms=3").mbit is None
+    assert parse_link("delay_ms=3").proxied
+    same_host = parse_link("rtt_ms=0")
+    assert same_host.emulated  # a private /dev/shm
+    assert not same_host.proxied  # and nothing else
+    assert "private /dev/shm (no shared memory)" in same_host.describe()
+    assert not PROFILES["loopback"].proxied
 
 
 @pytest.mark.parametrize(
