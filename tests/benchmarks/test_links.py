@@ -299,3 +299,14 @@ def test_a_vector_env_steps_through_a_link() -> None:
                     assert reward.shape == (4,)
             finally:
                 env.close()
+
+
+def test_the_docker_profile_is_recorded_and_its_cells_skip_with_the_reason() -> None:
+    from openenv_gym.bench.context import Context, running_servers
+
+    context = Context(
+        ENV_SPECS["CartPole"], Settings(envs=["CartPole"], sizes=[1], link=PROFILES["docker"])
+    )
+    with running_servers(context, lambda line: None) as running:
+        assert running.urls == []
+        assert "--link docker is recorded" in running.server_problem
