@@ -9,6 +9,10 @@ are paced to the rate) and reaches the other end at ``depart + delay``. A reader
 stamps each chunk, a writer thread sleeps until its arrival time (``time.sleep``: sub-
 millisecond, unlike the millisecond resolution of an event loop's timers) and sends it.
 
+The link's queue is not bounded (a sender that outruns the cap is not pushed back, its
+bytes just arrive later): right for request/reply traffic such as env steps, not a model of
+TCP's congestion window.
+
 Run it in its own process (:class:`LinkProxyProcess`, ``python -m
 openenv_gym.bench.link_proxy``) so it never competes for the client's GIL; its own ceiling
 (:func:`measure_ceiling`) is printed with every linked run, so it is visibly not the
