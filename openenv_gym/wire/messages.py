@@ -321,12 +321,20 @@ class ClientMessage:
 
 
 class ClientMessageError(Exception):
-    """A client frame the server must answer with an error reply (not raised to users)."""
+    """A client frame the server must answer with an error reply (not raised to users).
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.
+    """
+
+    def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.extra = extra
+
+    def reply(self) -> dict[str, Any]:
+        """The ``error`` message that answers the frame."""
+        return error_message(self.code, self.message, **self.extra)
 
 
 #: The message types of a plain OpenEnv session.
