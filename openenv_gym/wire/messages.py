@@ -100,7 +100,10 @@ def encode_json(message: Any) -> bytes:
     Raises:
         TypeError: A value is not JSON-serializable (e.g. an arbitrary object).
     """
-    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+    try:
+        return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise TypeError(str(exc)) from exc
 
 
 def encode_message(message: dict[str, Any]) -> str:
