@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -347,12 +348,18 @@ CLIENT_TYPES: Final = frozenset(
 
 
 def parse_client_message(
-    raw: str | bytes, kinds: frozenset[str] = CLIENT_TYPES, *, expected: str = ""
+    raw: str | bytes,
+    kinds: frozenset[str] = CLIENT_TYPES,
+    *,
+    expected: str = "",
+    loads: Callable[[str], Any] = json.loads,
 ) -> ClientMessage:
     """Parse one client frame on the server: the one parser of every client message.
 
     ``kinds`` are the types this connection serves (a batch connection serves others, see
     :mod:`openenv_gym.wire.batch`); ``expected`` is added to an ``UNKNOWN_TYPE`` message.
+    ``loads`` parses the JSON text (``json.loads``, as the official server; a batch
+    connection, whose frames carry K actions, uses pydantic's faster parser).
 
     Raises:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
@@ -366,7 +373,7 @@ def parse_client_message(
                 ErrorCode.INVALID_JSON, "Invalid JSON: binary frame is not UTF-8 text"
             ) from exc
     try:
-        message = json.loads(raw)
+        message = loads(raw)
     except json.JSONDecodeError as exc:
         raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
     except RecursionError:
