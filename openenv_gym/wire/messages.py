@@ -439,13 +439,23 @@ def error_message(code: ErrorCode, message: str, **extra: Any) -> dict[str, Any]
     }
 
 
+def strip_base_url(base_url: str) -> str:
+    """``base_url`` without its trailing slashes: the one spelling of a server's URL (a
+    key of per-server tables, and the base every path is appended to).
+
+    >>> strip_base_url("http://127.0.0.1:8000/")
+    'http://127.0.0.1:8000'
+    """
+    return base_url.rstrip("/")
+
+
 def http_to_ws_url(base_url: str) -> str:
     """``http://h:p/prefix`` -> ``ws://h:p/prefix/ws`` (``https`` -> ``wss``).
 
     Raises:
         ValueError: The URL is not an http(s) or ws(s) URL.
     """
-    url = base_url.rstrip("/")
+    url = strip_base_url(base_url)
     if url.startswith("https://"):
         url = "wss://" + url[len("https://") :]
     elif url.startswith("http://"):
@@ -462,7 +472,7 @@ def http_to_ws_url(base_url: str) -> str:
 
 def ws_to_http_url(url: str) -> str:
     """The inverse of :func:`http_to_ws_url`, without the ``/ws`` path."""
-    base = url.rstrip("/")
+    base = strip_base_url(url)
     if base.endswith(WS_PATH):
         base = base[: -len(WS_PATH)]
     if base.startswith("wss://"):
