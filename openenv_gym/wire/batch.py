@@ -41,7 +41,6 @@ carried out.
 
 Example:
     >>> import numpy as np
-import pydantic_core
     >>> from openenv_gym.wire.messages import observation_message
     >>> replies = [observation_message({"x": np.zeros(2, np.float32)}, 1.0, False)] * 3
     >>> result = parse_batch_result(encode_batch_result([0, 1, 2], replies, {}))
