@@ -41,6 +41,7 @@ from openenv_gym.vector.options import make_template
 from openenv_gym.vector.round_trip import Op, Pending, build_frames, parse_reply
 from openenv_gym.wire.batch import BatchResult, batch_state_message, parse_batch_states
 from openenv_gym.wire.binary import parse_frame
+from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import StateReply, encode_message, state_message
 
 #: How many servers a vector env starts at once on a fleet (their nodes do the work).
@@ -79,7 +80,7 @@ class Fleet:
         self.server_fleet = server_fleet
         self.encoding = encoding
         self.connect_options = connect_options
-        self.batch = batch and encoding != "json"
+        self.batch = batch and resolve_encoding(encoding).batches
         #: The ``x-truncated-key`` observation field (SAME_STEP autoreset on the server).
         self.truncated_key: str | None = None
         #: Shared-memory arrays are read as views (the vector env copies every row into its

@@ -17,13 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic_core
-
 from openenv_gym.errors import OpenEnvGymError, ProtocolError, ServerReplyError
 from openenv_gym.vector.opening import Channel
 from openenv_gym.wire.batch import BatchResult, batch_step_message, parse_batch_result
-from openenv_gym.wire.binary import parse_frame
-from openenv_gym.wire.messages import ObservationReply, encode_message
+from openenv_gym.wire.messages import ObservationReply, encode_json, encode_message
 
 #: What a sub-env does in a round trip: ``("step", action fields)`` or ``("reset", keys)``.
 Op = tuple[str, dict[str, Any]]
@@ -48,20 +45,6 @@ class Pending:
 def frame_of_plain(op: Op) -> str:
     """The plain OpenEnv message of one op (a connection of one session)."""
     return encode_message({"type": op[0], "data": op[1]})
-
-
-def _json_fallback(value: Any) -> Any:
-    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
-    if callable(tolist):
-        return tolist()
-    raise TypeError(f"cannot send a {type(value).__name__} as JSON: {value!r:.100}")
-
-
-def encode_json(message: Mapping[str, Any]) -> bytes:
-    """``message`` as compact UTF-8 JSON, non-finite floats as ``null`` (as
-    :func:`~openenv_gym.wire.messages.encode_message` does; in Rust, a batch frame is
-    the largest client message)."""
-    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
 
 
 def build_frames(
@@ -116,7 +99,7 @@ def parse_reply(channel: Channel, raw: str | bytes, url: str) -> BatchResult:
     try:
         if channel.batch:
             return parse_batch_result(raw, url=url, shared=channel.shared)
-        reply = parse_frame(raw, url=url)
+        reply = channel.session.encoding.parse_reply(raw, url=url)
     except ServerReplyError as exc:
         position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0
         index = channel.indices[position] if position in range(len(channel.indices)) else 0

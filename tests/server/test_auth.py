@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
 from openenv_gym.cli.ready import READY_PREFIX
-from openenv_gym.client import SyncSession, get_json
+from openenv_gym.client import ConnectOptions, SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError
 from openenv_gym.server import OpenEnvServer, ServerThread
@@ -84,7 +84,9 @@ def test_token_from_the_environment_variable(url: str, monkeypatch: pytest.Monke
     monkeypatch.setenv("OPENENV_TOKEN", TOKEN)
     env = gym.make("openenv/Remote-v0", base_url=url)
     try:
-        env.reset(seed=0)
+        observation, _ = env.reset(seed=0)
+        assert env.observation_space.contains(observation)
+        assert env.step(1)[1] == 1.0  # the session the token opened plays
     finally:
         env.close()
 
@@ -116,7 +118,7 @@ def test_websocket_session_refused_is_an_authentication_error(
         )
     assert caught.value.url.endswith("/ws")
     with pytest.raises(AuthenticationError):
-        SyncSession.connect(url, token=token)
+        SyncSession.connect(url, ConnectOptions(token=token))
     with pytest.raises(AuthenticationError):
         get_json(url, "/schema", token=token)
 
@@ -124,7 +126,9 @@ def test_websocket_session_refused_is_an_authentication_error(
 def test_server_without_token_ignores_a_sent_token(cartpole_url: str) -> None:
     env = OpenEnvEnv(cartpole_url, token="anything")
     try:
-        env.reset(seed=0)
+        observation, _ = env.reset(seed=0)
+        assert env.observation_space.contains(observation)
+        assert env.step(1)[1] == 1.0
     finally:
         env.close()
 
