@@ -33,19 +33,13 @@ from openenv_gym.errors import (
 from openenv_gym.registration import (
     SERVED_GYMNASIUM_IDS,
     make_gymnasium_env,
-    register_docker_envs,
+    register_all,
     register_envs,
 )
 from openenv_gym.vector import OpenEnvVectorEnv
+from openenv_gym.version import __version__
 
-__version__ = "0.1.0"
-
-register_envs()
-register_docker_envs()
-
-from openenv_gym.registration import register_vector_entry_points  # noqa: E402
-
-register_vector_entry_points()
+register_all()
 
 __all__ = [
     "SERVED_GYMNASIUM_IDS",

@@ -109,6 +109,14 @@ def register_game_envs() -> None:
     _register(f"{NAMESPACE}/Chess-v0", entry_point="openenv_gym.envs.chess.client:make_chess_env")
 
 
+def register_all() -> None:
+    """Register every ``openenv/...`` id with its vector entry point (what ``import
+    openenv_gym`` does). Safe to call more than once."""
+    register_envs()
+    register_docker_envs()
+    register_vector_entry_points()
+
+
 def _register(env_id: str, **kwargs: Any) -> None:
     if env_id not in gym.registry:
         gym.register(env_id, **kwargs)

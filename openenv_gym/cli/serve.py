@@ -14,8 +14,8 @@ A ``--host`` beyond loopback needs a token (``--token`` or ``$OPENENV_TOKEN``) o
 ``--insecure``; an empty token is a usage error (see :mod:`openenv_gym.server.bind_policy`).
 
 ``serve`` prints exactly one line to stdout once the server listens (see
-:mod:`openenv_gym.cli.ready`), then serves until SIGINT/SIGTERM (a clean stop, exit code 0)
-or, with ``--exit-with-parent``, until its stdin reaches end of file::
+:mod:`openenv_gym.providers.ready_line`), then serves until SIGINT/SIGTERM (a clean stop, exit
+code 0) or, with ``--exit-with-parent``, until its stdin reaches end of file::
 
     OPENENV_GYM_READY {"host": "127.0.0.1", "port": 8000, "url": "http://127.0.0.1:8000"}
 
@@ -47,14 +47,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from openenv_gym.cli.arguments import microseconds, port_number, positive_int, positive_seconds
+from openenv_gym.argument_types import microseconds, port_number, positive_int, positive_seconds
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
-from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
 from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
 from openenv_gym.envs.chess.options import CHESS_OPTIONS
 from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
 from openenv_gym.envs.options import ServerOptions
+from openenv_gym.providers.ready_line import READY_PREFIX, format_ready_line
 
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer

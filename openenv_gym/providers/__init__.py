@@ -6,14 +6,17 @@ process or a container here, or a server of the fleet :func:`using_fleet` made a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from openenv_gym.client import TOKEN_ENV_VAR
-from openenv_gym.errors import OpenEnvGymError
+from openenv_gym.errors import FleetConfigError, OpenEnvGymError
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.providers.docker import DockerProvider, remove_orphans
-from openenv_gym.providers.fleet import FleetProvider, active_fleet, resolve_fleet, using_fleet
 from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.providers.server_fleet import ServerFleet, active_fleet, using_fleet
+
+#: The names ``fleet=`` accepts, besides a :class:`ServerFleet`.
+FLEET_NAMES: Final = ("local", "ray")
 
 
 def server_provider(
@@ -79,11 +82,34 @@ def server_provider(
     return DockerProvider.serving(image, serve_args, **options)
 
 
+def resolve_fleet(fleet: Any) -> ServerFleet | None:
+    """The fleet named by ``fleet=``: ``None`` or ``"local"`` (child processes here),
+    ``"ray"`` (a :class:`~openenv_gym.providers.ray.RayFleet` with its defaults), or a
+    :class:`ServerFleet` such as ``RayFleet(num_cpus=2)``.
+
+    Raises:
+        FleetConfigError: ``fleet`` is none of these.
+    """
+    if fleet is None or fleet == "local":
+        return None
+    if fleet == "ray":
+        from openenv_gym.providers.ray import RayFleet
+
+        return RayFleet()
+    if isinstance(fleet, ServerFleet):
+        return fleet
+    raise FleetConfigError(
+        f"expected fleet to be one of {list(FLEET_NAMES)} or a ServerFleet such as "
+        f"openenv_gym.providers.ray.RayFleet(num_cpus=1), got {fleet!r}"
+    )
+
+
 __all__ = [
+    "FLEET_NAMES",
     "DockerProvider",
-    "FleetProvider",
     "GivenServer",
     "LocalServerProcess",
+    "ServerFleet",
     "ServerProvider",
     "remove_orphans",
     "resolve_fleet",

@@ -1,7 +1,7 @@
 """Servers placed on a Ray cluster: each one a Ray actor that owns a server process or
 container on its node.
 
-:class:`RayFleet` is a :class:`~openenv_gym.providers.fleet.FleetProvider`: a vector env
+:class:`RayFleet` is a :class:`~openenv_gym.providers.server_fleet.ServerFleet`: a vector env
 given ``fleet=RayFleet(...)`` (or ``fleet="ray"``) starts each of its embedded servers as a
 :class:`RayServer`, and connects to them like to any other servers. A :class:`RayServer`
 creates one actor (``num_cpus`` CPUs and ``resources`` reserved, placed by
@@ -58,8 +58,8 @@ from typing import Any, Final
 from openenv_gym.client import TOKEN_ENV_VAR, resolve_token
 from openenv_gym.errors import FleetConfigError, RayUnavailableError, ServerStartError
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.providers.ray_actor import CONTAINER_OPTIONS, ServerActor, ServerLocation
+from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.server.bind_policy import is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -276,7 +276,7 @@ class RayServer(ServerProvider):
         return f"RayServer({what!r}, {where})"
 
 
-class RayFleet(FleetProvider):
+class RayFleet(ServerFleet):
     """Embedded servers (processes or containers) as Ray actors spread over the nodes of
     the cluster.
 

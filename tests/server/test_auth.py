@@ -17,10 +17,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
-from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.client import SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError
+from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server import OpenEnvServer, ServerThread
 from openenv_gym.wire.messages import http_to_ws_url
 

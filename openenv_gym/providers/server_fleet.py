@@ -1,19 +1,22 @@
-"""Where the embedded servers of a vector env run: here (the default) or on a fleet.
+"""Where the embedded servers of a vector env run: here (the default) or on a server fleet.
+
+Not to be confused with :class:`openenv_gym.vector.fleet.Fleet`, which holds a vector env's
+connections: a :class:`ServerFleet` places the servers those connections go to.
 
 Every embedded server is built by one call, :func:`openenv_gym.providers.server_provider`,
 from the ``openenv-gym serve`` arguments of its env id. By default that call makes a child
-process of this machine (or a container with ``image=``). A :class:`FleetProvider` takes
+process of this machine (or a container with ``image=``). A :class:`ServerFleet` takes
 that call over while :func:`using_fleet` is active, so the same ids (``openenv/Atari-v0``,
 ``openenv/Gymnasium-v0`` with any Gymnasium id, ...) get their servers elsewhere, e.g. on
 the nodes of a Ray cluster (:class:`~openenv_gym.providers.ray.RayFleet`).
 :class:`~openenv_gym.vector.OpenEnvVectorEnv` activates the fleet given as ``fleet=``
 while it starts its servers.
 
+The names ``fleet=`` accepts are resolved by :func:`openenv_gym.providers.resolve_fleet`.
+
 Example:
-    >>> resolve_fleet(None) is None  # the child processes of this machine
+    >>> active_fleet() is None  # outside using_fleet(...): the child processes of this machine
     True
-    >>> resolve_fleet("ray")  # doctest: +SKIP
-    RayFleet(num_cpus=1.0, scheduling_strategy='SPREAD')
 """
 
 from __future__ import annotations
@@ -22,16 +25,12 @@ import contextlib
 import contextvars
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
-from openenv_gym.errors import FleetConfigError
 from openenv_gym.providers.base import ServerProvider
 
-#: The names ``fleet=`` accepts, besides a :class:`FleetProvider`.
-FLEET_NAMES: Final = ("local", "ray")
 
-
-class FleetProvider(ABC):
+class ServerFleet(ABC):
     """Makes the provider of each embedded server: decides where the servers run."""
 
     @abstractmethod
@@ -53,18 +52,18 @@ class FleetProvider(ABC):
         """
 
 
-_ACTIVE: contextvars.ContextVar[FleetProvider | None] = contextvars.ContextVar(
+_ACTIVE: contextvars.ContextVar[ServerFleet | None] = contextvars.ContextVar(
     "openenv_gym_fleet", default=None
 )
 
 
-def active_fleet() -> FleetProvider | None:
+def active_fleet() -> ServerFleet | None:
     """The fleet :func:`using_fleet` made active, or ``None`` (servers run here)."""
     return _ACTIVE.get()
 
 
 @contextlib.contextmanager
-def using_fleet(fleet: FleetProvider | None) -> Iterator[None]:
+def using_fleet(fleet: ServerFleet | None) -> Iterator[None]:
     """Build the embedded servers of this block on ``fleet`` (``None``: here, the default)."""
     token = _ACTIVE.set(fleet)
     try:
@@ -73,26 +72,4 @@ def using_fleet(fleet: FleetProvider | None) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
-def resolve_fleet(fleet: Any) -> FleetProvider | None:
-    """The fleet named by ``fleet=``: ``None`` or ``"local"`` (child processes here),
-    ``"ray"`` (a :class:`~openenv_gym.providers.ray.RayFleet` with its defaults), or a
-    :class:`FleetProvider` such as ``RayFleet(num_cpus=2)``.
-
-    Raises:
-        FleetConfigError: ``fleet`` is none of these.
-    """
-    if fleet is None or fleet == "local":
-        return None
-    if fleet == "ray":
-        from openenv_gym.providers.ray import RayFleet
-
-        return RayFleet()
-    if isinstance(fleet, FleetProvider):
-        return fleet
-    raise FleetConfigError(
-        f"expected fleet to be one of {list(FLEET_NAMES)} or a FleetProvider such as "
-        f"openenv_gym.providers.ray.RayFleet(num_cpus=1), got {fleet!r}"
-    )
-
-
-__all__ = ["FLEET_NAMES", "FleetProvider", "active_fleet", "resolve_fleet", "using_fleet"]
+__all__ = ["ServerFleet", "active_fleet", "using_fleet"]
