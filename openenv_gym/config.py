@@ -45,9 +45,9 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 from pydantic import BaseModel, ConfigDict, PositiveInt, SerializeAsAny, model_validator
 
+from openenv_gym.config_files import load_config, validate
 from openenv_gym.errors import WrapperConfigError
 from openenv_gym.registration import register_all
-from openenv_gym.validation import load_config, validate
 from openenv_gym.version import __version__
 from openenv_gym.wrappers.registry import BuildContext, WrapperSpec, parse_wrapper
 

@@ -73,9 +73,7 @@ from openenv_gym.spaces.inference import (
     sample_at,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS
-from openenv_gym.spaces.tools import (
-    ToolSpec,
-)
+from openenv_gym.spaces.tool_list import ToolSpec
 from openenv_gym.wire.messages import (
     METADATA_PATH,
     ObservationReply,

@@ -35,10 +35,10 @@ LONG_MODULE_LINES = 400
 #: never above. Rooms on one floor must still not form a module-level circle.
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "version"}),
-    frozenset({"busy_poll", "extras", "argument_types", "validation"}),
+    frozenset({"busy_poll", "extras", "argument_types", "config_files"}),
     frozenset({"wire", "spaces"}),
     frozenset({"client", "server"}),
-    frozenset({"mcp", "providers"}),
+    frozenset({"providers"}),
     frozenset({"env_mapping"}),
     frozenset({"env"}),
     frozenset({"vector", "envs", "trajectories"}),

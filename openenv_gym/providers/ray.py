@@ -454,4 +454,4 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
-__all__ = ["RayFleet", "RayServer", "ServerActor", "ServerLocation", "ray_module"]
+__all__ = ["RayFleet", "RayServer", "ray_module"]

@@ -11,13 +11,10 @@ import pytest
 
 from openenv_gym.cli.program import commands, main
 from openenv_gym.cli.serve import SERVE_TARGETS
-from openenv_gym.docker_images import (
-    IMAGES,
-    find_context,
-    requirements,
-    write_rootfs,
-)
 from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.base_image import write_rootfs
+from openenv_gym.images.env_images import IMAGES
+from openenv_gym.images.wheelhouse import find_context, requirements
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -41,7 +41,8 @@ from openenv_gym.errors import (
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.container_reaper import REAPER_LABEL
 from openenv_gym.providers.docker import LABEL
-from openenv_gym.providers.ray import RayFleet, RayServer, ServerLocation
+from openenv_gym.providers.ray import RayFleet, RayServer
+from openenv_gym.providers.ray_actor import ServerLocation
 from tests.providers.conftest import our_container_ids
 
 ray = pytest.importorskip("ray")
