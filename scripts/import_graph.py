@@ -42,13 +42,10 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"env_mapping"}),
     frozenset({"env"}),
     frozenset({"vector", "envs", "trajectories"}),
-    frozenset(
-        {"images", "docker_images", "docker_base_image", "docker_build_output", "docker_wheelhouse"}
-    ),
-    frozenset({"wrappers", "registration"}),
+    frozenset({"images", "wrappers", "registration", "integrations"}),
     frozenset({"config"}),
     frozenset({PACKAGE}),
-    frozenset({"integrations", "bench"}),
+    frozenset({"bench"}),
     frozenset({"cli"}),
 )
 

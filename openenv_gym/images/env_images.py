@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from openenv_gym.envs.registry import SERVER_ENVS
 from openenv_gym.errors import ImageBuildError
 from openenv_gym.images.base_image import (
     build_base_image,
@@ -62,28 +63,12 @@ class ImageSpec:
     module: str
 
 
+#: The env images, one per server env of :data:`~openenv_gym.envs.registry.SERVER_ENVS`.
 IMAGES: Final[dict[str, ImageSpec]] = {
-    "gymnasium": ImageSpec(
-        "gymnasium",
-        "docker/gymnasium.Dockerfile",
-        "openenv-gym/gymnasium:latest",
-        "render",  # pygame: the classic-control envs render rgb_array frames remotely
-        "openenv_gym.envs.gymnasium",
-    ),
-    "atari": ImageSpec(
-        "atari",
-        "docker/atari.Dockerfile",
-        "openenv-gym/atari:latest",
-        "atari",
-        "openenv_gym.envs.atari",
-    ),
-    "chess": ImageSpec(
-        "chess",
-        "docker/chess.Dockerfile",
-        "openenv-gym/chess:latest",
-        "chess",
-        "openenv_gym.envs.chess",
-    ),
+    spec.name: ImageSpec(
+        spec.name, spec.image.dockerfile, spec.image.tag, spec.image.extra, spec.package
+    )
+    for spec in SERVER_ENVS.values()
 }
 
 # ----------------------------------------------------------------------------- env images

@@ -60,6 +60,7 @@ from openenv_gym.errors import FleetConfigError, RayUnavailableError, ServerStar
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.ray_actor import CONTAINER_OPTIONS, ServerActor, ServerLocation
 from openenv_gym.providers.server_fleet import ServerFleet
+from openenv_gym.providers.spec import DEFAULT_SERVER_SPEC, ServerSpec
 from openenv_gym.server.bind_policy import is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -374,15 +375,7 @@ class RayFleet(ServerFleet):
         )
 
     def server(
-        self,
-        serve_args: Sequence[str] | None,
-        *,
-        image: str | None = None,
-        token: str | None = None,
-        startup_timeout: float = 60.0,
-        docker_kwargs: Mapping[str, Any] | None = None,
-        unix_socket: bool = False,
-        workers: int | str | None = None,
+        self, serve_args: Sequence[str] | None, server: ServerSpec = DEFAULT_SERVER_SPEC
     ) -> RayServer:
         """A :class:`RayServer` for ``openenv-gym serve <serve_args>`` (not started yet), or,
         with ``image``, for a container of that image (``serve_args=None``: its own command).
@@ -394,10 +387,10 @@ class RayFleet(ServerFleet):
             FleetConfigError: ``image`` is not an image name, ``docker_kwargs`` come
                 without ``image`` or set what the fleet sets.
         """
-        del unix_socket
+        image, workers = server.image, server.workers  # server.unix_socket: TCP only here
         if image is not None and (not isinstance(image, str) or not image.strip()):
             raise FleetConfigError(f"expected image to be an image name or None, got {image!r}")
-        options = dict(_mapping("docker_kwargs", docker_kwargs))
+        options = dict(_mapping("docker_kwargs", server.docker_kwargs))
         if options and image is None:
             raise FleetConfigError(
                 f"docker_kwargs={options!r} apply to a container: pass image=... too (e.g. "
@@ -418,8 +411,8 @@ class RayFleet(ServerFleet):
         return RayServer(
             args,
             self,
-            token=token,
-            startup_timeout=startup_timeout,
+            token=server.token,
+            startup_timeout=server.startup_timeout,
             image=image,
             docker_kwargs=options,
         )

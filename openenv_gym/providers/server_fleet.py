@@ -24,10 +24,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.spec import DEFAULT_SERVER_SPEC, ServerSpec
 
 
 class ServerFleet(ABC):
@@ -35,15 +35,7 @@ class ServerFleet(ABC):
 
     @abstractmethod
     def server(
-        self,
-        serve_args: Sequence[str] | None,
-        *,
-        image: str | None = None,
-        token: str | None = None,
-        startup_timeout: float = 60.0,
-        docker_kwargs: Mapping[str, Any] | None = None,
-        unix_socket: bool = False,
-        workers: int | str | None = None,
+        self, serve_args: Sequence[str] | None, server: ServerSpec = DEFAULT_SERVER_SPEC
     ) -> ServerProvider:
         """The (not yet started) provider of one ``openenv-gym serve <serve_args>`` server,
         or of a container of ``image`` (``serve_args=None``: the image's own command).

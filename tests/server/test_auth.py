@@ -81,10 +81,17 @@ def test_env_with_the_token_plays(url: str) -> None:
 
 
 def test_token_from_the_environment_variable(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the variable (and no token=) the server refuses the env ...
+    with pytest.raises(AuthenticationError, match="no token"):
+        gym.make("openenv/Remote-v0", base_url=url)
+    # ... with it, the env sends the variable's token and plays.
     monkeypatch.setenv("OPENENV_TOKEN", TOKEN)
     env = gym.make("openenv/Remote-v0", base_url=url)
     try:
-        env.reset(seed=0)
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (4,)
+        assert env.step(1)[1] == 1.0
+        assert env.unwrapped.server_metadata["name"] == "CartPole-v1"
     finally:
         env.close()
 
@@ -122,9 +129,14 @@ def test_websocket_session_refused_is_an_authentication_error(
 
 
 def test_server_without_token_ignores_a_sent_token(cartpole_url: str) -> None:
+    # The token goes in the Authorization header of every request; a server that requires
+    # none answers them as it answers a client that sends none.
+    assert get_json(cartpole_url, "/schema", token="anything") == get_json(cartpole_url, "/schema")
     env = OpenEnvEnv(cartpole_url, token="anything")
     try:
-        env.reset(seed=0)
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (4,)
+        assert env.step(1)[1] == 1.0
     finally:
         env.close()
 
