@@ -18,9 +18,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, MutableMapping
+import inspect
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+Factory = TypeVar("Factory", bound=Callable[..., Any])
 
 #: Seconds an embedded server gets to print its READY line (or answer ``/health``).
 DEFAULT_STARTUP_TIMEOUT: Final = 60.0
@@ -73,4 +76,41 @@ DEFAULT_SERVER_SPEC: Final = ServerSpec()
 #: The keywords :class:`ServerSpec` takes, in order.
 SERVER_KEYWORDS: Final = tuple(f.name for f in dataclasses.fields(ServerSpec))
 
-__all__ = ["DEFAULT_SERVER_SPEC", "DEFAULT_STARTUP_TIMEOUT", "SERVER_KEYWORDS", "ServerSpec"]
+
+def takes_server_keywords(factory: Factory) -> Factory:
+    """Mark a ``make_*_env`` whose ``**kwargs`` take the :class:`ServerSpec` keywords: its
+    signature (what :func:`inspect.signature` shows, and so what a vector env checks before
+    it asks for ``workers="auto"`` and ``unix_socket=True``) lists them.
+
+    Example:
+        >>> @takes_server_keywords
+        ... def make_env(base_url=None, **kwargs):
+        ...     return ServerSpec.take(kwargs)
+        >>> "unix_socket" in inspect.signature(make_env).parameters
+        True
+        >>> make_env(workers=3).workers
+        3
+    """
+    signature = inspect.signature(factory)
+    parameters = list(signature.parameters.values())
+    variadic = [p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
+    if not variadic:
+        raise TypeError(f"{factory.__qualname__} must take **kwargs to take the server keywords")
+    named = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in named}
+    added = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        for f in dataclasses.fields(ServerSpec)
+        if f.name not in taken
+    ]
+    factory.__signature__ = signature.replace(parameters=[*named, *added, *variadic])  # type: ignore[attr-defined]
+    return factory
+
+
+__all__ = [
+    "DEFAULT_SERVER_SPEC",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "SERVER_KEYWORDS",
+    "ServerSpec",
+    "takes_server_keywords",
+]

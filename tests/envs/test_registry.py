@@ -3,6 +3,9 @@ serve help's hint all follow it; and ServerSpec lifts the embedded-server keywor
 
 from __future__ import annotations
 
+import importlib
+import inspect
+
 import gymnasium as gym
 import pytest
 
@@ -12,6 +15,7 @@ from openenv_gym.envs.registry import SERVER_ENVS
 from openenv_gym.images.env_images import IMAGES
 from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.providers.spec import SERVER_KEYWORDS, takes_server_keywords
 
 
 def test_every_server_env_is_a_serve_target_an_image_and_registered_ids() -> None:
@@ -62,6 +66,23 @@ def test_server_spec_reaches_the_child_process() -> None:
     assert isinstance(provider, LocalServerProcess)
     assert provider.serve_args[-2:] == ["--workers", "2"]
     assert provider.startup_timeout == 7.0
+
+
+@pytest.mark.parametrize("name", sorted(SERVER_ENVS))
+def test_client_factories_show_the_server_keywords(name: str) -> None:
+    # A vector env asks for workers="auto" and unix_socket=True only when the entry point's
+    # signature names them.
+    module, _, function = SERVER_ENVS[name].client.partition(":")
+    factory = getattr(importlib.import_module(module), function)
+    assert set(SERVER_KEYWORDS) <= set(inspect.signature(factory).parameters)
+
+
+def test_takes_server_keywords_needs_kwargs() -> None:
+    def make_env(base_url: str | None = None) -> None:
+        return None
+
+    with pytest.raises(TypeError, match="must take \\*\\*kwargs"):
+        takes_server_keywords(make_env)
 
 
 def test_a_spec_is_frozen() -> None:

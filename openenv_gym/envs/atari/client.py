@@ -46,6 +46,7 @@ from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchEr
 from openenv_gym.extras import optional_imports
 from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.spec import takes_server_keywords
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 
 ACTION_FIELD: Final = "action_id"
@@ -287,6 +288,7 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
 
 
+@takes_server_keywords
 def make_atari_env(
     game: str | None = None,
     /,

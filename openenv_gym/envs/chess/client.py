@@ -35,6 +35,7 @@ from openenv_gym.errors import RenderModeUnavailableError
 from openenv_gym.extras import optional_imports
 from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.spec import takes_server_keywords
 from openenv_gym.spaces import ActionCodec, ObservationCodec
 
 with optional_imports(CHESS_PURPOSE):
@@ -118,6 +119,7 @@ class ChessOpenEnvEnv(OpenEnvEnv):
         return self._board.copy()
 
 
+@takes_server_keywords
 def make_chess_env(*, base_url: str | None = None, **kwargs: Any) -> ChessOpenEnvEnv:
     """The ``openenv/Chess-v0`` entry point: a server at ``base_url``, or an embedded one.
 

@@ -20,8 +20,10 @@ from typing import Any
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
 from openenv_gym.providers import ServerSpec, server_provider
+from openenv_gym.providers.spec import takes_server_keywords
 
 
+@takes_server_keywords
 def make_gymnasium_env(
     env_id: str,
     base_url: str | None = None,
