@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from openenv_gym.cli.ready import READY_PREFIX
+from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server.app import HARD_CAP_FACTOR
 
 

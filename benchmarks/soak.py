@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from openenv_gym import OpenEnvVectorEnv
-from openenv_gym.cli.ready import READY_PREFIX
+from openenv_gym.providers.ready_line import READY_PREFIX
 
 
 def rss_mib(pid: int) -> float:

@@ -11,6 +11,8 @@ Example:
 
 from openenv_gym.config import ExperimentConfig, load_experiment, make_from_config
 from openenv_gym.env import OpenEnvEnv
+from openenv_gym.envs.gymnasium.client import make_gymnasium_env
+from openenv_gym.envs.registry import SERVED_GYMNASIUM_IDS
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
     AuthenticationError,
@@ -30,22 +32,11 @@ from openenv_gym.errors import (
     ToolCallRefusedError,
     UnsupportedRenderModeError,
 )
-from openenv_gym.registration import (
-    SERVED_GYMNASIUM_IDS,
-    make_gymnasium_env,
-    register_docker_envs,
-    register_envs,
-)
+from openenv_gym.registration import register_all, register_envs
 from openenv_gym.vector import OpenEnvVectorEnv
+from openenv_gym.version import __version__
 
-__version__ = "0.1.0"
-
-register_envs()
-register_docker_envs()
-
-from openenv_gym.registration import register_vector_entry_points  # noqa: E402
-
-register_vector_entry_points()
+register_all()
 
 __all__ = [
     "SERVED_GYMNASIUM_IDS",

@@ -45,8 +45,10 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode, VectorEnv
 from pydantic import BaseModel, ConfigDict, PositiveInt, SerializeAsAny, model_validator
 
+from openenv_gym.config_files import load_config, validate
 from openenv_gym.errors import WrapperConfigError
-from openenv_gym.validation import load_config, validate
+from openenv_gym.registration import register_all
+from openenv_gym.version import __version__
 from openenv_gym.wrappers.registry import BuildContext, WrapperSpec, parse_wrapper
 
 __all__ = ["EnvConfig", "ExperimentConfig", "load_experiment", "make_from_config"]
@@ -81,7 +83,7 @@ class EnvConfig(BaseModel):
         Raises:
             WrapperConfigError: The module cannot be imported.
         """
-        import openenv_gym  # noqa: F401  (registers the openenv/ ids)
+        register_all()
 
         module = (self.id or "").rpartition(":")[0]
         if module:
@@ -118,8 +120,6 @@ class ExperimentConfig(BaseModel):
 
     def resolved(self) -> dict[str, Any]:
         """The config with every default filled in and this package's version (JSON-able)."""
-        from openenv_gym import __version__
-
         data = self.model_dump(mode="json")
         data["openenv_gym_version"] = __version__
         return data

@@ -70,9 +70,7 @@ from openenv_gym.spaces.inference import (
     sample_at,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS
-from openenv_gym.spaces.tools import (
-    ToolSpec,
-)
+from openenv_gym.spaces.tool_list import ToolSpec
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, check_encoding
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,

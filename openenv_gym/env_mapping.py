@@ -29,17 +29,13 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from openenv_gym.client import SyncSession, fetch_schema
+from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import SpaceMappingError
-from openenv_gym.mcp import fetch_tools
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
 from openenv_gym.spaces.inference import ActionHints, Inference, is_legal_actions_name
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
-from openenv_gym.spaces.tools import (
-    ToolSpec,
-    is_bare_action_schema,
-    is_tool_call_schema,
-    tool_codecs,
-)
+from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
+from openenv_gym.spaces.tools import tool_codecs
 from openenv_gym.wire.messages import StateReply, reset_message, state_message
 
 logger = logging.getLogger("openenv_gym")

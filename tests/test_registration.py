@@ -10,6 +10,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym
+from openenv_gym.registration import register_all
 
 
 @pytest.mark.parametrize(
@@ -22,8 +23,16 @@ def test_ids_are_registered(env_id: str) -> None:
 
 
 def test_register_envs_is_idempotent() -> None:
-    openenv_gym.register_envs()
-    openenv_gym.register_envs()
+    ours = {i: spec for i, spec in gym.registry.items() if i.startswith("openenv/")}
+    assert "openenv/CartPole-v1" in ours
+    register_all()
+    register_all()
+    after = {i: spec for i, spec in gym.registry.items() if i.startswith("openenv/")}
+    assert after.keys() == ours.keys()
+    # The same spec objects: a second registration neither replaces nor duplicates one, and
+    # the vector entry points set on import stay.
+    assert all(after[i] is spec for i, spec in ours.items())
+    assert after["openenv/CartPole-v1"].vector_entry_point is not None
 
 
 def test_module_prefixed_id_works_without_importing_the_package() -> None:

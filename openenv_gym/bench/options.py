@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+from openenv_gym.argument_types import microseconds, positive_int, positive_seconds
 from openenv_gym.bench.links import link_argument
-from openenv_gym.cli.arguments import microseconds, positive_int, positive_seconds
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
 ENV_NAMES: Final = ("CartPole", "Pong")

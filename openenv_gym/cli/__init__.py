@@ -4,8 +4,8 @@ One module per command, each declaring ``COMMAND`` (:mod:`openenv_gym.cli.comman
 :mod:`openenv_gym.cli.program` builds the parser and runs them. ``python -m openenv_gym.cli``
 is the same as the ``openenv-gym`` console script.
 
-This package imports nothing on import (the server providers use :mod:`openenv_gym.cli.ready`
-without loading every command).
+This package imports nothing on import: ``import openenv_gym.cli`` does not load every
+command.
 """
 
 from __future__ import annotations

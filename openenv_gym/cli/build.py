@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Final
 
 from openenv_gym.cli.command import Command, description_from_docstring
-from openenv_gym.docker_images import BASE_IMAGE, IMAGES
+from openenv_gym.images.base_image import BASE_IMAGE
+from openenv_gym.images.env_images import IMAGES
 
 
 def _image_name(text: str) -> str:
@@ -77,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the images; print progress and the tags built."""
-    from openenv_gym.docker_images import build_images, find_context
+    from openenv_gym.images.env_images import build_images
+    from openenv_gym.images.wheelhouse import find_context
 
     def progress(line: str) -> None:
         print(f"build: {line}", flush=True)

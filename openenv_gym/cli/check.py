@@ -43,7 +43,7 @@ from typing import Any, Final, TextIO
 
 from gymnasium import spaces
 
-from openenv_gym.cli.arguments import positive_int
+from openenv_gym.argument_types import positive_int
 from openenv_gym.cli.command import Command, description_from_docstring
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.describe import describe_space

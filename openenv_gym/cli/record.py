@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.cli.arguments import json_object, positive_int
+from openenv_gym.argument_types import json_object, positive_int
 from openenv_gym.cli.command import EXIT_OK, Command, UsageError, description_from_docstring
 
 DEFAULT_ENV_ID = "openenv/CartPole-v1"

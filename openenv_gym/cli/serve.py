@@ -14,15 +14,15 @@ A ``--host`` beyond loopback needs a token (``--token`` or ``$OPENENV_TOKEN``) o
 ``--insecure``; an empty token is a usage error (see :mod:`openenv_gym.server.bind_policy`).
 
 ``serve`` prints exactly one line to stdout once the server listens (see
-:mod:`openenv_gym.cli.ready`), then serves until SIGINT/SIGTERM (a clean stop, exit code 0)
-or, with ``--exit-with-parent``, until its stdin reaches end of file::
+:mod:`openenv_gym.providers.ready_line`), then serves until SIGINT/SIGTERM (a clean stop, exit
+code 0) or, with ``--exit-with-parent``, until its stdin reaches end of file::
 
     OPENENV_GYM_READY {"host": "127.0.0.1", "port": 8000, "url": "http://127.0.0.1:8000"}
 
-Extending: a new server is one :class:`ServeTarget` in :data:`SERVE_TARGETS`: its options
-(:class:`~openenv_gym.envs.options.ServerOptions`, declared once next to the server) and the
-dotted path of the function building the :class:`~openenv_gym.server.OpenEnvServer` from
-them. The builder is imported only when the target runs, so ``--help`` needs no extra.
+Extending: a new server is one entry of :data:`~openenv_gym.envs.registry.SERVER_ENVS`
+(its options, declared once next to the server, and the dotted path of the function building
+the :class:`~openenv_gym.server.OpenEnvServer` from them); each entry is one sub-command here.
+The builder is imported only when the target runs, so ``--help`` needs no extra.
 
 Example:
     >>> from openenv_gym.cli.program import build_parser
@@ -30,7 +30,7 @@ Example:
     >>> args = parser.parse_args(["serve", "gymnasium", "--env-id", "CartPole-v1", "--port", "0"])
     >>> args.target, args.env_id, args.port, args.max_sessions
     ('gymnasium', 'CartPole-v1', 0, 64)
-    >>> SERVE_TARGETS["gymnasium"].options_of(args)
+    >>> SERVER_ENVS["gymnasium"].options_of(args)
     {'env_id': 'CartPole-v1', 'make_kwargs': None}
 """
 
@@ -38,100 +38,24 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import logging
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from openenv_gym.cli.arguments import microseconds, port_number, positive_int, positive_seconds
+from openenv_gym.argument_types import microseconds, port_number, positive_int, positive_seconds
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
-from openenv_gym.cli.ready import READY_PREFIX, format_ready_line
 from openenv_gym.client import TOKEN_ENV_VAR
-from openenv_gym.envs.atari.options import ATARI_OPTIONS
-from openenv_gym.envs.chess.options import CHESS_OPTIONS
-from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
-from openenv_gym.envs.options import ServerOptions
+from openenv_gym.envs.registry import SERVER_ENVS, ServerEnvSpec
+from openenv_gym.providers.ready_line import READY_PREFIX, format_ready_line
 
 if TYPE_CHECKING:
     from openenv_gym.server.app import OpenEnvServer
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
-
-
-# --------------------------------------------------------------------------- targets
-
-
-@dataclass(frozen=True)
-class ServeTarget:
-    """One ``openenv-gym serve <name>`` sub-command.
-
-    Attributes:
-        name: The sub-command name.
-        help: One line for ``serve --help``.
-        description: The sub-command's ``--help`` description.
-        options: The server's own options, declared once next to the server.
-        builder: ``"package.module:function"``; the function takes the options and the
-            :class:`OpenEnvServer` keywords and returns the server (raising on bad options).
-    """
-
-    name: str
-    help: str
-    description: str
-    options: ServerOptions
-    builder: str
-
-    def options_of(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The target's options mapping of parsed arguments."""
-        return self.options.from_namespace(args)
-
-    def build(self, args: argparse.Namespace) -> OpenEnvServer:
-        """Build the server for parsed arguments (imports the builder, and so the extra)."""
-        module, _, function = self.builder.partition(":")
-        build: Callable[..., OpenEnvServer] = getattr(importlib.import_module(module), function)
-        return build(**self.options_of(args), **server_kwargs(args))
-
-
-#: The servers ``openenv-gym serve`` can run.
-SERVE_TARGETS: Final[dict[str, ServeTarget]] = {
-    target.name: target
-    for target in (
-        ServeTarget(
-            "gymnasium",
-            "serve any Gymnasium env id over OpenEnv",
-            "Serve gymnasium.make(ENV_ID) over the OpenEnv protocol, one env instance per\n"
-            "WebSocket session. Supported spaces: Box, Discrete, MultiDiscrete, MultiBinary.\n"
-            "An id another package registers is served as module:Id, which imports the module\n"
-            "first: openenv-gym serve gymnasium --env-id ale_py:ALE/Pong-v5",
-            GYMNASIUM_OPTIONS,
-            "openenv_gym.envs.gymnasium.server:gymnasium_server",
-        ),
-        ServeTarget(
-            "atari",
-            "serve an Atari 2600 game (ale-py) with the official OpenEnv Atari schema",
-            "Serve one ALE game over OpenEnv, one emulator per WebSocket session, with the\n"
-            "official OpenEnv Atari schema (official clients work unchanged). Defaults follow\n"
-            "ALE/<Game>-v5: frameskip 4, sticky actions 0.25, minimal action set.\n"
-            "Needs ale-py: pip install 'openenv-gym[atari]'.",
-            ATARI_OPTIONS,
-            "openenv_gym.envs.atari.server:atari_server",
-        ),
-        ServeTarget(
-            "chess",
-            "serve chess (python-chess) with the official OpenEnv chess schema",
-            "Serve chess over OpenEnv against a built-in opponent (random, material = 2-ply\n"
-            "material search, uci = an engine on PATH), one game per WebSocket session, with\n"
-            "the official OpenEnv chess schema.\n"
-            "Needs python-chess: pip install 'openenv-gym[chess]'.",
-            CHESS_OPTIONS,
-            "openenv_gym.envs.chess.server:chess_server",
-        ),
-    )
-}
 
 
 # --------------------------------------------------------------------------- server flags
@@ -299,10 +223,10 @@ def run(args: argparse.Namespace) -> int:
         check_bind(args.host, serve_token(args), insecure=args.insecure)
     except InsecureBindError as exc:
         raise UsageError(str(exc)) from exc
-    target = SERVE_TARGETS[args.target]
+    target = SERVER_ENVS[args.target]
     if args.workers > 1:
         return _run_workers(args, target)
-    server = target.build(args)
+    server = build_server(target, args)
     # Everything built so far lives until exit: keep it out of the collector, so neither
     # collections while serving nor the one at interpreter exit walk it (exit: ~0.4 s less).
     gc.freeze()
@@ -318,13 +242,20 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_workers(args: argparse.Namespace, target: ServeTarget) -> int:
+def build_server(target: ServerEnvSpec, args: argparse.Namespace) -> OpenEnvServer:
+    """Build ``target``'s server for parsed arguments (imports the builder, and the extra)."""
+    return target.build_server(target.options_of(args), **server_kwargs(args))
+
+
+def _run_workers(args: argparse.Namespace, target: ServerEnvSpec) -> int:
     """``serve --workers K``: K processes on one port (see :mod:`openenv_gym.server.workers`)."""
     import signal
 
     from openenv_gym.server.workers import run_workers
 
-    target.build(args)  # once in the parent: bad arguments (an unknown env id) fail before forking
+    build_server(
+        target, args
+    )  # once in the parent: bad arguments (an unknown env id) fail before forking
     gc.freeze()  # as in run(): a prompt exit
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -334,7 +265,7 @@ def _run_workers(args: argparse.Namespace, target: ServeTarget) -> int:
     unix_path = args.unix_socket
     sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
     run_workers(
-        lambda: target.build(args),
+        lambda: build_server(target, args),
         host=args.host,
         port=args.port,
         workers=args.workers,
@@ -347,14 +278,14 @@ def _run_workers(args: argparse.Namespace, target: ServeTarget) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One sub-command per :data:`SERVE_TARGETS` entry, each with its options and the
-    shared server flags."""
+    """One sub-command per :data:`~openenv_gym.envs.registry.SERVER_ENVS` entry, each with
+    its options and the shared server flags."""
     targets = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
-    for target in SERVE_TARGETS.values():
+    for target in SERVER_ENVS.values():
         sub = targets.add_parser(
             target.name,
             help=target.help,
-            description=target.description,
+            description=target.serve_description,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             parents=[common_options()],
         )
@@ -378,8 +309,7 @@ __all__ = [
     "COMMAND",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
-    "SERVE_TARGETS",
-    "ServeTarget",
     "add_server_options",
+    "build_server",
     "server_kwargs",
 ]

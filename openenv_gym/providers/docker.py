@@ -48,6 +48,7 @@ from openenv_gym.errors import (
 from openenv_gym.extras import missing_extra
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.container_reaper import REAPER_LABEL, ContainerReaper
+from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT
 
 #: Label on every container we start (value: ``"1"``).
 LABEL: Final = "org.openenv-gym.provider"
@@ -57,7 +58,6 @@ OWNER_PID_LABEL: Final = "org.openenv-gym.owner-pid"
 
 CONTAINER_PORT: Final = 8000
 CONTAINER_USER: Final = "10001:10001"
-DEFAULT_STARTUP_TIMEOUT: Final = 60.0
 _LOG_TAIL: Final = 60
 
 

@@ -33,12 +33,12 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
 
-from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.client import is_healthy
 from openenv_gym.errors import ServerStartError
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.ready_line import READY_PREFIX
+from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT
 
-DEFAULT_STARTUP_TIMEOUT: Final = 60.0
 _LOG_LINES: Final = 200
 
 

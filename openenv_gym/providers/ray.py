@@ -1,7 +1,7 @@
 """Servers placed on a Ray cluster: each one a Ray actor that owns a server process or
 container on its node.
 
-:class:`RayFleet` is a :class:`~openenv_gym.providers.fleet.FleetProvider`: a vector env
+:class:`RayFleet` is a :class:`~openenv_gym.providers.server_fleet.ServerFleet`: a vector env
 given ``fleet=RayFleet(...)`` (or ``fleet="ray"``) starts each of its embedded servers as a
 :class:`RayServer`, and connects to them like to any other servers. A :class:`RayServer`
 creates one actor (``num_cpus`` CPUs and ``resources`` reserved, placed by
@@ -58,8 +58,9 @@ from typing import Any, Final
 from openenv_gym.client import TOKEN_ENV_VAR, resolve_token
 from openenv_gym.errors import FleetConfigError, RayUnavailableError, ServerStartError
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.providers.ray_actor import CONTAINER_OPTIONS, ServerActor, ServerLocation
+from openenv_gym.providers.server_fleet import ServerFleet
+from openenv_gym.providers.spec import DEFAULT_SERVER_SPEC, ServerSpec
 from openenv_gym.server.bind_policy import is_loopback_host
 
 logger = logging.getLogger(__name__)
@@ -276,7 +277,7 @@ class RayServer(ServerProvider):
         return f"RayServer({what!r}, {where})"
 
 
-class RayFleet(FleetProvider):
+class RayFleet(ServerFleet):
     """Embedded servers (processes or containers) as Ray actors spread over the nodes of
     the cluster.
 
@@ -374,15 +375,7 @@ class RayFleet(FleetProvider):
         )
 
     def server(
-        self,
-        serve_args: Sequence[str] | None,
-        *,
-        image: str | None = None,
-        token: str | None = None,
-        startup_timeout: float = 60.0,
-        docker_kwargs: Mapping[str, Any] | None = None,
-        unix_socket: bool = False,
-        workers: int | str | None = None,
+        self, serve_args: Sequence[str] | None, server: ServerSpec = DEFAULT_SERVER_SPEC
     ) -> RayServer:
         """A :class:`RayServer` for ``openenv-gym serve <serve_args>`` (not started yet), or,
         with ``image``, for a container of that image (``serve_args=None``: its own command).
@@ -394,10 +387,10 @@ class RayFleet(FleetProvider):
             FleetConfigError: ``image`` is not an image name, ``docker_kwargs`` come
                 without ``image`` or set what the fleet sets.
         """
-        del unix_socket
+        image, workers = server.image, server.workers  # server.unix_socket: TCP only here
         if image is not None and (not isinstance(image, str) or not image.strip()):
             raise FleetConfigError(f"expected image to be an image name or None, got {image!r}")
-        options = dict(_mapping("docker_kwargs", docker_kwargs))
+        options = dict(_mapping("docker_kwargs", server.docker_kwargs))
         if options and image is None:
             raise FleetConfigError(
                 f"docker_kwargs={options!r} apply to a container: pass image=... too (e.g. "
@@ -418,8 +411,8 @@ class RayFleet(FleetProvider):
         return RayServer(
             args,
             self,
-            token=token,
-            startup_timeout=startup_timeout,
+            token=server.token,
+            startup_timeout=server.startup_timeout,
             image=image,
             docker_kwargs=options,
         )
@@ -454,4 +447,4 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
-__all__ = ["RayFleet", "RayServer", "ServerActor", "ServerLocation", "ray_module"]
+__all__ = ["RayFleet", "RayServer", "ray_module"]

@@ -19,15 +19,14 @@ from openenv_gym.spaces.codec import (
     observation_codec,
     observation_codec_for_model,
 )
-from openenv_gym.spaces.fields import DEFAULT_TEXT_CHARSET, DefaultCharsetText
-from openenv_gym.spaces.schema import (
-    ACTION_ENVELOPE_FIELDS,
+from openenv_gym.spaces.field_rules import (
     DEFAULT_ACTION_TEXT_MAX_LENGTH,
     DEFAULT_OBSERVATION_TEXT_MAX_LENGTH,
-    OBSERVATION_ENVELOPE_FIELDS,
     X_DTYPE,
     X_SHAPE,
 )
+from openenv_gym.spaces.fields import DEFAULT_TEXT_CHARSET, DefaultCharsetText
+from openenv_gym.spaces.schema import ACTION_ENVELOPE_FIELDS, OBSERVATION_ENVELOPE_FIELDS
 from openenv_gym.spaces.serialization import (
     X_ACTION_KEY,
     X_OBSERVATION_KEY,

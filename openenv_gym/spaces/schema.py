@@ -70,10 +70,6 @@ from gymnasium import spaces
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.container_rules import ContainerWalker
 from openenv_gym.spaces.field_rules import (
-    DEFAULT_ACTION_TEXT_MAX_LENGTH,
-    DEFAULT_OBSERVATION_TEXT_MAX_LENGTH,
-    X_DTYPE,
-    X_SHAPE,
     UnmappableFieldError,
 )
 from openenv_gym.spaces.fields import DictCodec, FieldCodec
@@ -95,11 +91,7 @@ from openenv_gym.spaces.serialization import (
 
 __all__ = [
     "ACTION_ENVELOPE_FIELDS",
-    "DEFAULT_ACTION_TEXT_MAX_LENGTH",
-    "DEFAULT_OBSERVATION_TEXT_MAX_LENGTH",
     "OBSERVATION_ENVELOPE_FIELDS",
-    "X_DTYPE",
-    "X_SHAPE",
     "SchemaMapping",
     "map_action_schema",
     "map_observation_schema",

@@ -33,6 +33,7 @@ called tool's ``result`` and an ``error``. The spaces come from the server's too
   naming them, and nothing is sent.
 
 Example:
+    >>> from openenv_gym.spaces.tool_list import parse_tool_list
     >>> tools = parse_tool_list([{"name": "add", "inputSchema": {
     ...     "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}},
     ...     "required": ["a"]}}])
@@ -58,7 +59,6 @@ from openenv_gym.spaces.codec import ActionCodec, ObservationCodec
 from openenv_gym.spaces.describe import describe_space, describe_value
 from openenv_gym.spaces.field_rules import DEFAULT_OBSERVATION_TEXT_MAX_LENGTH
 from openenv_gym.spaces.fields import (
-    DEFAULT_TEXT_CHARSET,
     DefaultCharsetText,
     DictCodec,
     FieldCodec,
@@ -69,11 +69,7 @@ from openenv_gym.spaces.membership import coerce
 from openenv_gym.spaces.schema import SchemaMapping
 from openenv_gym.spaces.tool_list import (
     CALL_TOOL,
-    LIST_TOOLS,
     ToolSpec,
-    is_bare_action_schema,
-    is_tool_call_schema,
-    parse_tool_list,
 )
 from openenv_gym.spaces.tool_mapping import arguments_by_tool, map_tool_arguments, map_tool_result
 from openenv_gym.spaces.tool_replies import (
@@ -283,7 +279,7 @@ def tool_codecs(
     """The action and observation codecs of an MCP tool env with these tools.
 
     Args:
-        tools: The server's tools (:func:`parse_tool_list`).
+        tools: The server's tools (:func:`~openenv_gym.spaces.tool_list.parse_tool_list`).
         include: Optional arguments to put in the action space, as ``"tool.argument"``.
         field_spaces: Explicit spaces for arguments, as ``{"tool.argument": space}``.
 
@@ -307,18 +303,9 @@ def tool_codecs(
 
 
 __all__ = [
-    "CALL_TOOL",
-    "DEFAULT_TEXT_CHARSET",
-    "LIST_TOOLS",
     "NO_TOOL",
     "ToolActionCodec",
     "ToolCallCodec",
     "ToolObservationCodec",
-    "ToolSpec",
-    "is_bare_action_schema",
-    "is_tool_call_schema",
-    "map_tool_arguments",
-    "map_tool_result",
-    "parse_tool_list",
     "tool_codecs",
 ]

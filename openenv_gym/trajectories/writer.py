@@ -65,6 +65,7 @@ from openenv_gym.trajectories.layout import (
     delete_temp_files,
     write_atomic,
 )
+from openenv_gym.version import __version__
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -84,12 +85,6 @@ _SCALARS: Final = {
     "terminated": "bool",
     "truncated": "bool",
 }
-
-
-def _package_version() -> str:
-    from openenv_gym import __version__
-
-    return __version__
 
 
 def _info_types(info_keys: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
@@ -170,7 +165,7 @@ class TrajectoryWriter:
         self.max_chunk_bytes = max_chunk_bytes
         self.metadata: dict[str, Any] = {
             "package": "openenv-gym",
-            "package_version": _package_version(),
+            "package_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **dict(metadata or {}),
         }

@@ -61,7 +61,7 @@ from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.fleet import FleetProvider
+from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.fleet import Fleet
 from openenv_gym.vector.opening import Channel
@@ -111,7 +111,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         fleet: Where the embedded servers run: ``None`` or ``"local"`` (child processes of
             this machine), ``"ray"`` (Ray actors spread over the nodes of the cluster this
             process joined with ``ray.init(address=...)``), or a
-            :class:`~openenv_gym.providers.FleetProvider` such as
+            :class:`~openenv_gym.providers.ServerFleet` such as
             ``RayFleet(num_cpus=2)`` (:mod:`openenv_gym.providers.ray`).
         **env_kwargs: Passed to ``gymnasium.make(id, ...)`` or to
             :class:`~openenv_gym.env.OpenEnvEnv` (timeouts, field spaces, reset_kwargs, ...).
@@ -137,7 +137,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         max_episode_steps: int | None = None,
         copy: bool = True,
         sessions_per_server: int | None = None,
-        fleet: str | FleetProvider | None = None,
+        fleet: str | ServerFleet | None = None,
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open

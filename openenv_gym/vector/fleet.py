@@ -28,7 +28,7 @@ from openenv_gym.errors import (
     SubEnvError,
 )
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.fleet import FleetProvider
+from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.vector.backoff import Backoff
 from openenv_gym.vector.opening import (
     Channel,
@@ -74,7 +74,7 @@ class Fleet:
         encoding: str,
         connect_options: ConnectOptions,
         batch: bool = True,
-        server_fleet: FleetProvider | None = None,
+        server_fleet: ServerFleet | None = None,
     ) -> None:
         self.num_envs = num_envs
         self.server_fleet = server_fleet

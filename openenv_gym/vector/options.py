@@ -21,7 +21,7 @@ from gymnasium.envs.registration import load_env_creator
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import VectorUsageError
-from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
+from openenv_gym.providers import ServerFleet, resolve_fleet, using_fleet
 
 
 def check_sessions_per_server(
@@ -46,7 +46,7 @@ def check_sessions_per_server(
     return min(sessions_per_server, num_envs)
 
 
-def check_fleet(fleet: Any, urls: list[str] | None) -> FleetProvider | None:
+def check_fleet(fleet: Any, urls: list[str] | None) -> ServerFleet | None:
     """The fleet that runs the embedded servers (``None``: child processes here)."""
     server_fleet = resolve_fleet(fleet)
     if server_fleet is not None and urls is not None:
@@ -81,7 +81,7 @@ def make_template(
     urls: list[str] | None,
     env_kwargs: Mapping[str, Any],
     encoding: str,
-    server_fleet: FleetProvider | None = None,
+    server_fleet: ServerFleet | None = None,
 ) -> OpenEnvEnv:
     """The env (made without a session) whose spaces, options and server the vector env
     takes: ``gymnasium.make(id, open_session=False, ...)``, or an

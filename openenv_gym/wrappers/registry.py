@@ -52,8 +52,8 @@ from pydantic import (
     model_validator,
 )
 
+from openenv_gym.config_files import validate
 from openenv_gym.errors import WrapperConfigError
-from openenv_gym.validation import validate
 from openenv_gym.wrappers.noise import (
     ActionNoise,
     EpsilonRandom,

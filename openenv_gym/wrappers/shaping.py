@@ -55,8 +55,8 @@ from pydantic import (
     model_validator,
 )
 
+from openenv_gym.config_files import load_config, validate
 from openenv_gym.errors import WrapperConfigError
-from openenv_gym.validation import load_config, validate
 from openenv_gym.wrappers.episodes import EpisodeTracker
 from openenv_gym.wrappers.fields import check_scalar_field, read_field
 

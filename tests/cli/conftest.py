@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import pytest
 
-from openenv_gym.cli.ready import READY_PREFIX
+from openenv_gym.providers.ready_line import READY_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from openenv_gym.cli.arguments import (
+from openenv_gym.argument_types import (
     float_argument,
     int_argument,
     port_number,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from openenv_gym.docker_build_output import condense
-from openenv_gym.docker_images import build_wheelhouse
 from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.build_output import condense
+from openenv_gym.images.wheelhouse import build_wheelhouse
 
 
 @pytest.mark.parametrize(

@@ -10,14 +10,11 @@ from pathlib import Path
 import pytest
 
 from openenv_gym.cli.program import commands, main
-from openenv_gym.cli.serve import SERVE_TARGETS
-from openenv_gym.docker_images import (
-    IMAGES,
-    find_context,
-    requirements,
-    write_rootfs,
-)
+from openenv_gym.envs.registry import SERVER_ENVS
 from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.base_image import write_rootfs
+from openenv_gym.images.env_images import IMAGES
+from openenv_gym.images.wheelhouse import find_context, requirements
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +51,7 @@ def test_help_is_complete(
 def test_every_command_and_target_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     for name in commands():
         assert main([name, "--help"]) == 0
-    for target in SERVE_TARGETS:
+    for target in SERVER_ENVS:
         assert main(["serve", target, "--help"]) == 0
     assert "--debug" in capsys.readouterr().out
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from openenv_gym.cli.program import build_parser
-from openenv_gym.cli.serve import SERVE_TARGETS
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
 from openenv_gym.envs.chess.options import CHESS_OPTIONS
+from openenv_gym.envs.registry import SERVER_ENVS
 
 NON_DEFAULT = {
     "atari": {
@@ -31,9 +31,9 @@ NON_DEFAULT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SERVE_TARGETS))
+@pytest.mark.parametrize("name", sorted(SERVER_ENVS))
 def test_a_mapping_survives_the_command_line(name: str) -> None:
-    target = SERVE_TARGETS[name]
+    target = SERVER_ENVS[name]
     options = NON_DEFAULT[name]
     assert set(options) == set(target.options.names)
     args = build_parser().parse_args(["serve", name, *target.options.to_argv(options)])
@@ -42,7 +42,7 @@ def test_a_mapping_survives_the_command_line(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["atari", "chess"])
 def test_defaults_survive_the_command_line(name: str) -> None:
-    target = SERVE_TARGETS[name]
+    target = SERVER_ENVS[name]
     defaults = target.options.defaults()
     args = build_parser().parse_args(["serve", name, *target.options.to_argv(defaults)])
     assert target.options_of(args) == defaults

@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import AtariPreprocessing, RecordVideo
 
 import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.envs.registry import SERVED_GYMNASIUM_IDS
 from openenv_gym.errors import ServerMismatchError
-from openenv_gym.registration import SERVED_GYMNASIUM_IDS
 
 pytest.importorskip("pygame")
 

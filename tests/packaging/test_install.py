@@ -154,7 +154,7 @@ def test_serve_names_the_extra(venv: FreshVenv, args: list[str], extra: str, pac
             "datasets",
         ),
         (
-            "import pathlib; from openenv_gym.validation import load_config; "
+            "import pathlib; from openenv_gym.config_files import load_config; "
             "pathlib.Path('shaping.yaml').write_text('terms: []'); load_config('shaping.yaml')",
             "yaml",
         ),

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from openenv_gym.docker_images import IMAGES, build_images
 from openenv_gym.errors import DockerUnavailableError
+from openenv_gym.images.env_images import IMAGES, build_images
 from openenv_gym.providers.docker import LABEL, docker_client
 
 

@@ -28,7 +28,7 @@ from openenv_gym.errors import (
     ServerStartError,
     UnsupportedRenderModeError,
 )
-from openenv_gym.providers import DockerProvider, remove_orphans, server_provider
+from openenv_gym.providers import DockerProvider, ServerSpec, remove_orphans, server_provider
 from tests.providers.conftest import our_container_ids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,7 +213,9 @@ def test_orphans_of_a_killed_process_are_removed(docker_engine: Any, gymnasium_i
 
 
 def test_token_is_required_through_the_container(gymnasium_image: str) -> None:
-    provider = server_provider(CARTPOLE, image=gymnasium_image, token="container-secret")
+    provider = server_provider(
+        CARTPOLE, ServerSpec(image=gymnasium_image, token="container-secret")
+    )
     env = OpenEnvEnv(provider=provider, token="container-secret")
     try:
         env.reset(seed=0)

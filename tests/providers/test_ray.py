@@ -38,10 +38,11 @@ from openenv_gym.errors import (
     SubEnvError,
     VectorUsageError,
 )
-from openenv_gym.providers import server_provider
+from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.container_reaper import REAPER_LABEL
 from openenv_gym.providers.docker import LABEL
-from openenv_gym.providers.ray import RayFleet, RayServer, ServerLocation
+from openenv_gym.providers.ray import RayFleet, RayServer
+from openenv_gym.providers.ray_actor import ServerLocation
 from tests.providers.conftest import our_container_ids
 
 ray = pytest.importorskip("ray")
@@ -81,21 +82,23 @@ def test_bad_fleet_options_are_refused_with_the_fix() -> None:
 def test_bad_image_options_are_refused_with_the_fix() -> None:
     fleet = RayFleet()
     with pytest.raises(FleetConfigError, match="image to be an image name or None, got 3"):
-        fleet.server(CARTPOLE_ARGS, image=3)  # type: ignore[arg-type]
+        fleet.server(CARTPOLE_ARGS, ServerSpec(image=3))  # type: ignore[arg-type]
     with pytest.raises(FleetConfigError, match="image to be an image name or None, got ' '"):
-        fleet.server(CARTPOLE_ARGS, image=" ")
+        fleet.server(CARTPOLE_ARGS, ServerSpec(image=" "))
     with pytest.raises(
         FleetConfigError, match=r"docker_kwargs=\{'pull': True\} apply to a container: pass image="
     ):
-        fleet.server(CARTPOLE_ARGS, docker_kwargs={"pull": True})
+        fleet.server(CARTPOLE_ARGS, ServerSpec(docker_kwargs={"pull": True}))
     with pytest.raises(
         FleetConfigError,
         match=r"docker_kwargs may not set \['client', 'publish_ip'\] on a RayFleet: .*takes "
         r"\['container_port', 'env', 'read_only', 'user', 'pull', 'run_kwargs'\]",
     ):
-        fleet.server(CARTPOLE_ARGS, image="x", docker_kwargs={"client": 1, "publish_ip": "::"})
+        fleet.server(
+            CARTPOLE_ARGS, ServerSpec(image="x", docker_kwargs={"client": 1, "publish_ip": "::"})
+        )
     with pytest.raises(FleetConfigError, match="docker_kwargs to be a dict, got"):
-        fleet.server(CARTPOLE_ARGS, image="x", docker_kwargs=[1])  # type: ignore[arg-type]
+        fleet.server(CARTPOLE_ARGS, ServerSpec(image="x", docker_kwargs=[1]))  # type: ignore[arg-type]
     with pytest.raises(FleetConfigError, match=r"needs serve_args .* or an image=.*got neither"):
         RayServer(None, fleet)
     with pytest.raises(OpenEnvGymError, match=r"no server to start: pass serve_args .*image="):
@@ -105,15 +108,17 @@ def test_bad_image_options_are_refused_with_the_fix() -> None:
 def test_an_image_server_runs_the_image_on_a_node() -> None:
     server = RayFleet(num_cpus=2).server(
         CARTPOLE_ARGS,
-        image="openenv-gym/gymnasium:latest",
-        workers="auto",
-        docker_kwargs={"run_kwargs": {"mem_limit": "1g"}},
-        unix_socket=True,
+        ServerSpec(
+            image="openenv-gym/gymnasium:latest",
+            workers="auto",
+            docker_kwargs={"run_kwargs": {"mem_limit": "1g"}},
+            unix_socket=True,
+        ),
     )
     assert server.image == "openenv-gym/gymnasium:latest"
     assert server.serve_args == [*CARTPOLE_ARGS, "--workers", "2"]
     assert server.docker_kwargs == {"run_kwargs": {"mem_limit": "1g"}}
-    own = RayFleet().server(None, image="someone/openenv-echo", workers="auto")
+    own = RayFleet().server(None, ServerSpec(image="someone/openenv-echo", workers="auto"))
     assert own.serve_args is None  # the image's own command
     assert repr(own) == "RayServer('someone/openenv-echo None', not started)"
 
@@ -133,17 +138,20 @@ def test_a_fleet_makes_up_a_token_unless_its_servers_bind_loopback(
         assert RayFleet(host=loopback).server(CARTPOLE_ARGS).token is None
     # The servers require the fleet's token unless the env or the driver names one.
     assert first.server(CARTPOLE_ARGS).token == first.token
-    assert first.server(CARTPOLE_ARGS, image="x").token == first.token
-    assert first.server(CARTPOLE_ARGS, token="given").token == "given"
+    assert first.server(CARTPOLE_ARGS, ServerSpec(image="x")).token == first.token
+    assert first.server(CARTPOLE_ARGS, ServerSpec(token="given")).token == "given"
     monkeypatch.setenv(TOKEN_ENV_VAR, "from-the-driver")
     assert first.server(CARTPOLE_ARGS).token == "from-the-driver"
-    assert first.server(CARTPOLE_ARGS, token="given").token == "given"
+    assert first.server(CARTPOLE_ARGS, ServerSpec(token="given")).token == "given"
 
 
 def test_workers_auto_means_one_per_reserved_cpu() -> None:
     args = ["gymnasium", "--env-id", "CartPole-v1"]
-    assert RayFleet(num_cpus=3).server(args, workers="auto").serve_args[-2:] == ["--workers", "3"]
-    assert RayFleet(num_cpus=0.5).server(args, workers="auto").serve_args[-2:] == [
+    assert RayFleet(num_cpus=3).server(args, ServerSpec(workers="auto")).serve_args[-2:] == [
+        "--workers",
+        "3",
+    ]
+    assert RayFleet(num_cpus=0.5).server(args, ServerSpec(workers="auto")).serve_args[-2:] == [
         "--workers",
         "1",
     ]

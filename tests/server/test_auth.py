@@ -17,10 +17,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
-from openenv_gym.cli.ready import READY_PREFIX
 from openenv_gym.client import ConnectOptions, SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError
+from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server import OpenEnvServer, ServerThread
 from openenv_gym.wire.messages import http_to_ws_url
 
@@ -81,12 +81,17 @@ def test_env_with_the_token_plays(url: str) -> None:
 
 
 def test_token_from_the_environment_variable(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the variable (and no token=) the server refuses the env ...
+    with pytest.raises(AuthenticationError, match="no token"):
+        gym.make("openenv/Remote-v0", base_url=url)
+    # ... with it, the env sends the variable's token and plays.
     monkeypatch.setenv("OPENENV_TOKEN", TOKEN)
     env = gym.make("openenv/Remote-v0", base_url=url)
     try:
         observation, _ = env.reset(seed=0)
         assert env.observation_space.contains(observation)
         assert env.step(1)[1] == 1.0  # the session the token opened plays
+        assert env.unwrapped.server_metadata["name"] == "CartPole-v1"
     finally:
         env.close()
 
@@ -124,6 +129,9 @@ def test_websocket_session_refused_is_an_authentication_error(
 
 
 def test_server_without_token_ignores_a_sent_token(cartpole_url: str) -> None:
+    # The token goes in the Authorization header of every request; a server that requires
+    # none answers them as it answers a client that sends none.
+    assert get_json(cartpole_url, "/schema", token="anything") == get_json(cartpole_url, "/schema")
     env = OpenEnvEnv(cartpole_url, token="anything")
     try:
         observation, _ = env.reset(seed=0)

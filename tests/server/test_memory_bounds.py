@@ -17,7 +17,7 @@ import pytest
 from websockets.sync.client import connect
 
 from benchmarks.memory_bounds import client_frame, open_raw, rss_mib, send_for
-from openenv_gym.cli.ready import READY_PREFIX
+from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server.app import HARD_CAP_FACTOR
 from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 

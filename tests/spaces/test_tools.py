@@ -18,11 +18,13 @@ from openenv_gym.errors import (
     ToolCallRefusedError,
 )
 from openenv_gym.spaces.json_text import JsonText, JsonTextCodec
-from openenv_gym.spaces.tools import (
-    NO_TOOL,
+from openenv_gym.spaces.tool_list import (
     is_bare_action_schema,
     is_tool_call_schema,
     parse_tool_list,
+)
+from openenv_gym.spaces.tools import (
+    NO_TOOL,
     tool_codecs,
 )
 

@@ -43,8 +43,9 @@ from openenv_gym.envs.atari.models import (
 from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
 from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchError
 from openenv_gym.extras import optional_imports
-from openenv_gym.providers import server_provider
+from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.spec import takes_server_keywords
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 
@@ -287,18 +288,13 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
 
 
+@takes_server_keywords
 def make_atari_env(
     game: str | None = None,
     /,
     *,
     base_url: str | None = None,
     encoding: str = DEFAULT_ENCODING,
-    startup_timeout: float = 60.0,
-    image: str | None = None,
-    token: str | None = None,
-    docker_kwargs: Mapping[str, Any] | None = None,
-    workers: int | str | None = None,
-    unix_socket: bool = False,
     **kwargs: Any,
 ) -> AtariOpenEnvEnv:
     """The ``openenv/Atari-v0`` entry point: a server at ``base_url``, or an embedded one.
@@ -313,20 +309,18 @@ def make_atari_env(
 
     Args:
         game: The game, positionally (or ``game=``).
-        image: Run the embedded server in this Docker image (``openenv-gym build`` makes
-            ``openenv-gym/atari:latest``) instead of a child process.
-        token: The bearer token the server requires (an embedded server is started with it).
-        docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
-        workers: Processes of the embedded server (``"auto"``: one per core); one when
-            ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
-        unix_socket: The embedded server also serves on Unix sockets (a vector env's
-            sessions use them).
-        **kwargs: The Atari options, then :class:`AtariOpenEnvEnv` /
+        **kwargs: The embedded server's keywords (:class:`~openenv_gym.providers.ServerSpec`:
+            ``image`` runs it in ``openenv-gym/atari:latest``, which ``openenv-gym build``
+            makes, instead of a child process; ``token``, the bearer token the server
+            requires; ``startup_timeout``, ``docker_kwargs``, ``workers``, ``unix_socket``),
+            the Atari options, then :class:`AtariOpenEnvEnv` /
             :class:`~openenv_gym.env.OpenEnvEnv` options.
 
     Raises:
         EnvConfigError: An option is invalid.
     """
+    server = ServerSpec.take(kwargs)
+    token = server.token
     if game is not None:
         kwargs["game"] = game
     check_game = "game" in kwargs
@@ -348,15 +342,7 @@ def make_atari_env(
 
     # The embedded server runs here: fail early, with this process's error.
     options["game"] = settings["game"] = rom_id(options["game"])
-    provider = server_provider(
-        ["atari", *ATARI_OPTIONS.to_argv(options)],
-        workers=workers,
-        image=image,
-        token=token,
-        startup_timeout=startup_timeout,
-        docker_kwargs=docker_kwargs,
-        unix_socket=unix_socket,
-    )
+    provider = server_provider(["atari", *ATARI_OPTIONS.to_argv(options)], server)
     return AtariOpenEnvEnv(
         provider=provider, token=token, encoding=encoding, **settings, **env_kwargs
     )

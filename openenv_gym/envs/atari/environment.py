@@ -274,10 +274,6 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
 
 
 __all__ = [
-    "DEFAULT_FRAMESKIP",
-    "DEFAULT_GAME",
-    "DEFAULT_MAX_FRAMES",
-    "DEFAULT_REPEAT_ACTION_PROBABILITY",
     "AtariEnvironment",
     "check_atari_options",
     "rom_id",

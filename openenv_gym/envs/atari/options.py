@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from openenv_gym.cli.arguments import int_argument, probability
+from openenv_gym.argument_types import int_argument, probability
 from openenv_gym.envs.atari.models import OBS_TYPES
 from openenv_gym.envs.options import ServerOption, ServerOptions
 
@@ -61,5 +61,4 @@ __all__ = [
     "DEFAULT_MAX_FRAMES",
     "DEFAULT_OBS_TYPE",
     "DEFAULT_REPEAT_ACTION_PROBABILITY",
-    "OBS_TYPES",
 ]

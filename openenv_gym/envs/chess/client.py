@@ -33,8 +33,9 @@ from openenv_gym.envs.chess.codec import FEN_FIELD, ChessBoardCodec, ChessMoveCo
 from openenv_gym.envs.chess.options import CHESS_OPTIONS, CHESS_PURPOSE, check_chess_options
 from openenv_gym.errors import RenderModeUnavailableError
 from openenv_gym.extras import optional_imports
-from openenv_gym.providers import server_provider
+from openenv_gym.providers import ServerSpec, server_provider
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.spec import takes_server_keywords
 from openenv_gym.spaces import ActionCodec, ObservationCodec
 
 with optional_imports(CHESS_PURPOSE):
@@ -118,30 +119,24 @@ class ChessOpenEnvEnv(OpenEnvEnv):
         return self._board.copy()
 
 
-def make_chess_env(
-    *,
-    base_url: str | None = None,
-    startup_timeout: float = 60.0,
-    image: str | None = None,
-    token: str | None = None,
-    docker_kwargs: Mapping[str, Any] | None = None,
-    workers: int | str | None = None,
-    unix_socket: bool = False,
-    **kwargs: Any,
-) -> ChessOpenEnvEnv:
+@takes_server_keywords
+def make_chess_env(*, base_url: str | None = None, **kwargs: Any) -> ChessOpenEnvEnv:
     """The ``openenv/Chess-v0`` entry point: a server at ``base_url``, or an embedded one.
 
     The chess options (:data:`~openenv_gym.envs.chess.options.CHESS_OPTIONS`: ``opponent``,
     ``illegal_move``, ``agent_color``, ``max_moves``, ``uci_engine``) configure the embedded
     server, passed as one mapping to ``openenv-gym serve chess``; with ``base_url`` they are
-    the server's. ``image=`` runs the embedded server in that Docker image
-    (``openenv-gym/chess:latest``) instead of a child process; ``token=`` is the bearer
-    token the server requires. ``workers`` and ``unix_socket`` are as for the other
-    embedded servers (a vector env asks for them).
+    the server's. The embedded server's keywords are those of every embedded server
+    (:class:`~openenv_gym.providers.ServerSpec`: ``image=`` runs it in that Docker image,
+    ``openenv-gym/chess:latest``, instead of a child process; ``token=`` is the bearer token
+    the server requires; ``startup_timeout``, ``docker_kwargs``, ``workers``,
+    ``unix_socket``).
 
     Raises:
         EnvConfigError: An option is invalid.
     """
+    server = ServerSpec.take(kwargs)
+    token = server.token
     options, env_kwargs = CHESS_OPTIONS.split(kwargs)
     check_chess_options(options["opponent"], options["illegal_move"], options["agent_color"])
     if base_url is not None:
@@ -150,15 +145,7 @@ def make_chess_env(
         from openenv_gym.envs.chess.opponents import find_uci_engine
 
         find_uci_engine(options["uci_engine"])
-    provider = server_provider(
-        ["chess", *CHESS_OPTIONS.to_argv(options)],
-        image=image,
-        token=token,
-        startup_timeout=startup_timeout,
-        docker_kwargs=docker_kwargs,
-        workers=workers,
-        unix_socket=unix_socket,
-    )
+    provider = server_provider(["chess", *CHESS_OPTIONS.to_argv(options)], server)
     return ChessOpenEnvEnv(provider=provider, token=token, **env_kwargs)
 
 

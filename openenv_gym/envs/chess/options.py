@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from openenv_gym.cli.arguments import int_argument
+from openenv_gym.argument_types import int_argument
 from openenv_gym.envs.options import ServerOption, ServerOptions
 from openenv_gym.errors import EnvConfigError
 

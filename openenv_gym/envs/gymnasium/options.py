@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from openenv_gym.cli.arguments import json_object
+from openenv_gym.argument_types import json_object
 from openenv_gym.envs.options import ServerOption, ServerOptions
 
 #: ``env_id``: any registered id (``module:Id`` imports the module that registers it, e.g.

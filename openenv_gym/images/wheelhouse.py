@@ -20,8 +20,8 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from openenv_gym.docker_build_output import Progress, report_progress, stream_command
 from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.build_output import Progress, report_progress, stream_command
 
 # ----------------------------------------------------------------------------- context
 

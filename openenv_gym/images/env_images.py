@@ -15,9 +15,9 @@ with ``pip install --find-links docker/wheelhouse``, runs as uid 10001 and start
 
 The wheelhouse and the base image are reused while the requirements are unchanged, so a
 rebuild after a source change costs one ``pip install`` per image. The steps live in
-:mod:`openenv_gym.docker_wheelhouse` (the build context and its wheels),
-:mod:`openenv_gym.docker_base_image` (the offline base image) and
-:mod:`openenv_gym.docker_build_output` (running a step, showing its output); this module
+:mod:`openenv_gym.images.wheelhouse` (the build context and its wheels),
+:mod:`openenv_gym.images.base_image` (the offline base image) and
+:mod:`openenv_gym.images.build_output` (running a step, showing its output); this module
 names the env images and builds them.
 
 Example:
@@ -33,16 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from openenv_gym.docker_base_image import (
-    BASE_IMAGE,
+from openenv_gym.envs.registry import SERVER_ENVS
+from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.base_image import (
     build_base_image,
     image_id,
     remove_replaced_image,
-    write_rootfs,
 )
-from openenv_gym.docker_build_output import Progress, report_progress
-from openenv_gym.docker_wheelhouse import build_wheelhouse, find_context, requirements
-from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.build_output import Progress, report_progress
+from openenv_gym.images.wheelhouse import build_wheelhouse, find_context, requirements
 
 
 @dataclass(frozen=True)
@@ -64,28 +63,12 @@ class ImageSpec:
     module: str
 
 
+#: The env images, one per server env of :data:`~openenv_gym.envs.registry.SERVER_ENVS`.
 IMAGES: Final[dict[str, ImageSpec]] = {
-    "gymnasium": ImageSpec(
-        "gymnasium",
-        "docker/gymnasium.Dockerfile",
-        "openenv-gym/gymnasium:latest",
-        "render",  # pygame: the classic-control envs render rgb_array frames remotely
-        "openenv_gym.envs.gymnasium",
-    ),
-    "atari": ImageSpec(
-        "atari",
-        "docker/atari.Dockerfile",
-        "openenv-gym/atari:latest",
-        "atari",
-        "openenv_gym.envs.atari",
-    ),
-    "chess": ImageSpec(
-        "chess",
-        "docker/chess.Dockerfile",
-        "openenv-gym/chess:latest",
-        "chess",
-        "openenv_gym.envs.chess",
-    ),
+    spec.name: ImageSpec(
+        spec.name, spec.image.dockerfile, spec.image.tag, spec.image.extra, spec.package
+    )
+    for spec in SERVER_ENVS.values()
 }
 
 # ----------------------------------------------------------------------------- env images
@@ -184,15 +167,4 @@ def build_images(
     ]
 
 
-__all__ = [
-    "BASE_IMAGE",
-    "IMAGES",
-    "ImageSpec",
-    "build_base_image",
-    "build_env_image",
-    "build_images",
-    "build_wheelhouse",
-    "find_context",
-    "requirements",
-    "write_rootfs",
-]
+__all__ = ["IMAGES", "ImageSpec", "build_env_image", "build_images"]

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from openenv_gym.docker_build_output import Progress
 from openenv_gym.errors import ImageBuildError
+from openenv_gym.images.build_output import Progress
 
 #: The image ``openenv-gym build`` imports from the host's Python.
 BASE_IMAGE: Final = "openenv-gym/python-base:latest"

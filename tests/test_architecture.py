@@ -1,0 +1,67 @@
+"""The house rules of the import graph: no import circles, no import that runs up a floor.
+
+The floors are declared once, in ``FLOORS`` of ``scripts/import_graph.py`` (the script that
+prints the figures); the graph is read from the source by grimp, ``TYPE_CHECKING`` imports
+and imports inside functions included.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_import_graph() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "import_graph", ROOT / "scripts" / "import_graph.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+import_graph = _load_import_graph()
+
+
+@pytest.fixture(scope="module")
+def edges() -> list:
+    return import_graph.import_edges(import_graph.build_graph())
+
+
+def test_every_room_is_on_a_declared_floor(edges: list) -> None:
+    rooms = {import_graph.room_of(m) for e in edges for m in (e.importer, e.imported)}
+    declared = set().union(*import_graph.FLOORS)
+    assert rooms - declared == set(), "add the new room to FLOORS in scripts/import_graph.py"
+
+
+def test_no_import_runs_up_a_floor(edges: list) -> None:
+    upward = [
+        f"{e.importer}:{e.line_number} -> {e.imported}" for e in import_graph.upward_imports(edges)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle(edges: list) -> None:
+    assert [tuple(c) for c in import_graph.module_circles(edges)] == []
+
+
+def test_the_checks_find_a_circle_and_an_upward_import() -> None:
+    """The checks can fail: a made-up graph with a circle and an upward import."""
+    edge = import_graph.ImportEdge
+    made_up = [
+        edge("openenv_gym.wire.binary", "openenv_gym.cli.serve", 1),
+        edge("openenv_gym.cli.serve", "openenv_gym.wire.binary", 2),
+    ]
+    assert import_graph.module_circles(made_up) == [
+        ["openenv_gym.cli.serve", "openenv_gym.wire.binary"]
+    ]
+    assert import_graph.upward_imports(made_up) == [made_up[0]]
