@@ -1,0 +1,469 @@
+"""The servers and connections behind a vector env: capacity checks, opening, round trips,
+reconnecting, closing.
+
+:class:`Connections` holds the URL of each sub-env, the connection (a
+:class:`~openenv_gym.vector.channels.Channel`) it lives on, and the servers the vector env
+started (and stops on close); it alone changes them. Before opening sessions it checks that
+the servers can take them (``GET /capacity``, or ``CAPACITY_REACHED`` while opening on
+official servers) and raises :class:`~openenv_gym.errors.InsufficientCapacityError`
+otherwise. Connections are blocking sockets (:mod:`openenv_gym.client.blocking`): a round
+trip sends one frame per connection, then reads each reply, in the caller's thread, with no
+event loop. Opening the connections of one server is :mod:`openenv_gym.vector.opening`'s;
+reopening broken ones (``reconnect=True``) is :meth:`Connections.reopen`, retried as
+:mod:`openenv_gym.vector.reconnect` says with :attr:`Connections.backoff`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from openenv_gym.busy_poll import BusyPoller
+from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
+from openenv_gym.client.exchange import exchange_many, receive_each, send_many
+from openenv_gym.client.http import is_healthy
+from openenv_gym.client.options import ConnectOptions
+from openenv_gym.errors import OpenEnvGymError, SubEnvError
+from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.fleet import FleetProvider
+from openenv_gym.vector.backoff import Backoff
+from openenv_gym.vector.channels import Channel, close_channels
+from openenv_gym.vector.opening import (
+    Opener,
+    SessionsRefusedError,
+    worker_connections,
+)
+from openenv_gym.vector.options import make_template
+from openenv_gym.vector.reconnect import keep_trying
+from openenv_gym.vector.round_trip import Op
+from openenv_gym.wire.batch import BatchResult
+
+if TYPE_CHECKING:
+    from openenv_gym.env import OpenEnvEnv
+
+#: How many servers a vector env starts at once on a fleet (their nodes do the work).
+PARALLEL_FLEET_STARTS: Final = 16
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Frames of a round trip whose replies are not read yet.
+
+    Attributes:
+        channels: The connections that got a frame.
+        frames: The frame of each.
+        sent: What :func:`~openenv_gym.client.exchange.send_many` returned, or ``None``
+            while the frames are not sent either (a ``step`` sends and reads in one go).
+    """
+
+    channels: list[Channel]
+    frames: list[str | bytes]
+    sent: list[OpenEnvGymError | None] | None
+
+
+class Connections:
+    """The connections of ``num_envs`` sub-envs and the servers they live on.
+
+    Against our servers every connection carries several sessions (``openenv-gym.batch.v1``,
+    one frame per connection per step); a server holds one connection per worker process
+    (per Unix socket of an embedded server, or as many as ``GET /capacity`` names workers).
+    Against servers that do not agree to it (official ``openenv`` servers), each sub-env has a
+    connection of its own.
+
+    Built in two steps: the constructor (enough for :meth:`check_capacity` on given URLs),
+    then :meth:`adopt` with the env whose server and options the sub-envs share; then
+    :meth:`start_more_servers` and :meth:`open`.
+
+    Args:
+        num_envs: The number of sub-envs.
+        encoding: The ``encoding=`` every connection is opened with (batching needs the
+            binary frames: it is off with ``"json"``).
+        connect_options: ``connect_timeout`` and ``token`` (enough for capacity checks);
+            :meth:`adopt` takes the env's complete ones.
+        batch: Offer ``openenv-gym.batch.v1``.
+        server_fleet: Where the embedded servers run (``None``: child processes here).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        encoding: str,
+        connect_options: ConnectOptions,
+        batch: bool = True,
+        server_fleet: FleetProvider | None = None,
+    ) -> None:
+        self.num_envs = num_envs
+        self._server_fleet = server_fleet
+        self._encoding = encoding
+        self._options = connect_options
+        self._batch = batch and encoding != "json"
+        self._truncated_key: str | None = None
+        self._borrow_shared = False
+        self._urls: list[str] = []
+        self._channels: list[Channel] = []
+        self._providers: dict[str, ServerProvider] = {}
+        self._workers: dict[str, int] = {}  # worker processes per URL (``GET /capacity``)
+        self._step_seconds: dict[str, float] = {}  # seconds per env step (``GET /capacity``)
+        self._reply_timeout = connect_options.reply_timeout
+        self._poller: BusyPoller | None = None
+        #: How :meth:`reopen` spaces its attempts, and for how long it tries.
+        self.backoff = Backoff()
+
+    def adopt(
+        self, template: OpenEnvEnv, urls: Sequence[str] | None, *, borrow_shared: bool
+    ) -> None:
+        """Take over ``template``'s server (stopped on :meth:`close` if it started one) and
+        connection options, and place the sub-envs: round-robin over ``urls``, else all on
+        the template's server (:meth:`start_more_servers` moves some to servers of their own).
+
+        Args:
+            template: The env (made without a session) the vector env takes its spaces from.
+            urls: The servers given to the vector env, or ``None`` (an embedded server).
+            borrow_shared: The vector env copies every observation row out before its next
+                request, so arrays in shared memory may be read as views.
+        """
+        provider = template.detach()
+        first_url = template.base_url.rstrip("/")
+        if provider.owns_server:
+            self._providers[first_url] = provider
+        self._urls = [
+            (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(self.num_envs)
+        ]
+        self._urls[0] = first_url
+        options = self._options = template.connect_options
+        self._reply_timeout = options.reply_timeout
+        # One busy-poller for every connection: the wait of a round trip is one spin.
+        self._poller = BusyPoller(options.busy_poll, hybrid=True)
+        self._truncated_key = template.observation_codec.truncated_key
+        self._borrow_shared = borrow_shared
+
+    # ------------------------------------------------------------------ what it holds
+
+    @property
+    def urls(self) -> list[str]:
+        """The server URL of each sub-env (a copy)."""
+        return list(self._urls)
+
+    def url_of(self, index: int) -> str:
+        """The server URL of sub-env ``index``."""
+        return self._urls[index]
+
+    @property
+    def channels(self) -> list[Channel]:
+        """The open connections (a copy of the list)."""
+        return list(self._channels)
+
+    @property
+    def providers(self) -> list[ServerProvider]:
+        """The servers this fleet started (and stops on close)."""
+        return list(self._providers.values())
+
+    @property
+    def sessions(self) -> list[BlockingConnection]:
+        """Every open connection."""
+        return [channel.session for channel in self._channels]
+
+    # ------------------------------------------------------------------ servers
+
+    def start_more_servers(
+        self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int
+    ) -> None:
+        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
+
+        Here they start one after the other; on a fleet (remote nodes) up to
+        :data:`PARALLEL_FLEET_STARTS` at once. When one fails, those started are kept (and
+        stopped by :meth:`close`) and its error is raised.
+        """
+        encoding, server_fleet = self._encoding, self._server_fleet
+
+        def start(first: int) -> tuple[int, str, ServerProvider]:
+            extra = make_template(id, None, env_kwargs, encoding, server_fleet)
+            return first, extra.base_url, extra.detach()
+
+        firsts = range(per_server, self.num_envs, per_server)
+        outcomes: list[tuple[int, str, ServerProvider] | BaseException] = []
+        if server_fleet is None:
+            for first in firsts:
+                try:
+                    outcomes.append(start(first))
+                except BaseException as exc:
+                    outcomes.append(exc)
+                    break
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(len(firsts), PARALLEL_FLEET_STARTS), thread_name_prefix="openenv-gym-start"
+            ) as pool:
+                futures = [pool.submit(start, first) for first in firsts]
+            outcomes = [f.exception() or f.result() for f in futures]
+        for outcome in outcomes:
+            if not isinstance(outcome, BaseException):
+                first, url, provider = outcome
+                self._providers[url] = provider
+                for i in range(first, min(first + per_server, self.num_envs)):
+                    self._urls[i] = url
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    def unix_sockets(self, url: str) -> list[str]:
+        """The Unix sockets of a server this env started (empty for any other server)."""
+        provider = self._providers.get(url)
+        return list(getattr(provider, "unix_sockets", None) or [])
+
+    def _restart_dead_servers(self, indices: Sequence[int]) -> None:
+        """Restart the servers this fleet started, for ``indices``, that do not answer."""
+        for url in {self._urls[i] for i in indices}:
+            provider = self._providers.get(url)
+            if provider is None or is_healthy(url, timeout=2.0):
+                continue
+            provider.stop()
+            new_url = provider.start().rstrip("/")
+            del self._providers[url]
+            self._providers[new_url] = provider
+            self._urls = [new_url if u == url else u for u in self._urls]
+
+    # ------------------------------------------------------------------ opening
+
+    def check_capacity(self, needed: Mapping[str, int]) -> set[str]:
+        """``GET /capacity`` of each URL; raise when a server reports too few free slots.
+
+        Returns the URLs that reported their capacity (and records their worker count).
+
+        Raises:
+            InsufficientCapacityError: A server reports fewer free slots than ``needed``.
+            ServerConnectionError: A server cannot be reached.
+        """
+        accepted: dict[str, int | None] = {}
+        known: set[str] = set()
+        short = False
+        for url, count in needed.items():
+            capacity = fetch_capacity(
+                url, timeout=self._options.connect_timeout, token=self._options.token
+            )
+            if capacity.workers is not None:
+                self._workers[url] = capacity.workers
+            if capacity.step_seconds is not None:
+                self._step_seconds[url] = capacity.step_seconds
+            if capacity.free is not None:
+                known.add(url)
+                accepted[url] = capacity.free
+                short = short or capacity.free < count
+        if short:
+            raise insufficient_capacity_error(
+                requested=self.num_envs,
+                needed=needed,
+                accepted={url: accepted.get(url) for url in needed},
+                known=known,
+            )
+        return known
+
+    def open(self, indices: Sequence[int], *, check_capacity: bool) -> None:
+        """Open connections for the sub-envs ``indices`` (at their :attr:`urls`).
+
+        Raises:
+            InsufficientCapacityError: A server refused sessions.
+            ServerConnectionError: A server cannot be reached.
+        """
+        groups: dict[str, list[int]] = {}
+        for i in indices:
+            groups.setdefault(self._urls[i], []).append(i)
+        if not groups:
+            return
+        needed = {url: len(group) for url, group in groups.items()}
+        known = self.check_capacity(needed) if check_capacity else set()
+        opener = Opener(
+            self._options,
+            self._encoding,
+            self._batch,
+            self._truncated_key,
+            borrow_shared=self._borrow_shared,
+            poller=self._poller,
+        )
+        outcomes: list[list[Channel] | BaseException] = []
+        for url, group in groups.items():
+            try:
+                workers = self._workers.get(url, 1)
+                sockets = self.unix_sockets(url)
+                count = worker_connections(
+                    len(group), len(sockets) or workers, self._step_seconds.get(url)
+                )
+                outcomes.append(opener.open_group(url, group, sockets, count))
+            except (OpenEnvGymError, SessionsRefusedError) as exc:
+                outcomes.append(exc)
+        opened = [c for outcome in outcomes if isinstance(outcome, list) for c in outcome]
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        if failures:
+            close_channels(opened)
+            refused = {
+                url: outcome.refused
+                for url, outcome in zip(groups, outcomes, strict=True)
+                if isinstance(outcome, SessionsRefusedError)
+            }
+            if len(refused) < len(failures):
+                raise next(f for f in failures if not isinstance(f, SessionsRefusedError))
+            raise insufficient_capacity_error(
+                requested=self.num_envs,
+                needed=needed,
+                accepted={url: count - refused.get(url, 0) for url, count in needed.items()},
+                known=known,
+            )
+        self._channels.extend(opened)
+
+    def reopen(
+        self, indices: Sequence[int], causes: Sequence[BaseException] | None = None
+    ) -> list[int]:
+        """Reopen the connections of ``indices``, restarting an owned server that died.
+
+        Attempts are repeated with :attr:`backoff` (see :mod:`openenv_gym.vector.reconnect`)
+        while the failure may pass; a refusal that will not pass (a wrong token, not an
+        OpenEnv server) fails at once. Returns every sub-env whose session was reopened (all
+        those sharing a connection with one of ``indices``).
+
+        Raises:
+            SubEnvError: Reconnecting failed; the message names why the session broke
+                (``causes``), the attempts made and the last error (its ``__cause__``).
+        """
+        broken = [c for c in self._channels if any(i in c.indices for i in indices)]
+        affected = sorted(i for c in broken for i in c.indices)
+        self._channels = [c for c in self._channels if c not in broken]
+        close_channels(broken)
+
+        def attempt() -> None:
+            self._restart_dead_servers(affected)
+            self.open(affected, check_capacity=False)
+
+        gave_up = keep_trying(attempt, self.backoff)
+        if gave_up is None:
+            return affected
+        broke = f"{causes[0]}; " if causes else ""
+        error = self.sub_env_error(
+            affected[0],
+            f"{broke}reconnecting failed after {gave_up.attempts} attempt(s) over "
+            f"{gave_up.elapsed:.1f}s (budget {self.backoff.budget:g}s); last error: "
+            f"{gave_up.last}",
+            reconnect=True,
+        )
+        raise error from gave_up.last
+
+    # ------------------------------------------------------------------ round trips
+
+    def send(
+        self,
+        ops: Sequence[Op | None],
+        *,
+        same_step_reset: Mapping[str, Any] | None = None,
+        last: Sequence[bool] | None = None,
+        defer: bool = False,
+    ) -> Pending:
+        """Send the op of every sub-env (``None``: leave it alone) and return at once
+        (``defer``: only build the frames; :meth:`collect` sends and receives in one go).
+
+        One frame per connection that has an op (:meth:`Channel.frame
+        <openenv_gym.vector.channels.Channel.frame>`): a ``batch_step`` on a batch
+        connection, the plain ``step``/``reset`` message otherwise. ``same_step_reset`` asks
+        batch connections to reset an episode that ends in the same round trip
+        (``last[i]``: the step is the last one of sub-env ``i``'s episode by a client-side
+        time limit).
+        """
+        channels: list[Channel] = []
+        frames: list[str | bytes] = []
+        for channel in self._channels:
+            frame = channel.frame(ops, same_step_reset=same_step_reset, last=last)
+            if frame is not None:
+                channels.append(channel)
+                frames.append(frame)
+        if defer:
+            return Pending(channels, frames, None)
+        sent = send_many([c.session for c in channels], frames)
+        return Pending(channels, frames, sent)
+
+    def collect(
+        self, pending: Pending, take: Callable[[Channel, BatchResult], None] | None = None
+    ) -> tuple[list[tuple[Channel, BatchResult]], list[tuple[Channel, OpenEnvGymError]]]:
+        """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
+        ``(channel, error)`` pairs of broken connections.
+
+        ``take`` gets each result as soon as its reply is read and parsed, while the later
+        servers may still be stepping. Whatever fails, every reply of the round trip is
+        read before the failure propagates (a reply left unread would be paired with the
+        next request).
+
+        Raises:
+            ServerReplyError: A server answered an op with an error (the message names the
+                sub-env).
+            ProtocolError: A reply is not a valid OpenEnv (or batch) message.
+        """
+        sessions = [c.session for c in pending.channels]
+        sent = pending.sent
+        if sent is None:
+            sent = send_many(sessions, pending.frames)
+        raws = receive_each(sessions, sent, self._reply_timeout)
+        results: list[tuple[Channel, BatchResult]] = []
+        broken: list[tuple[Channel, OpenEnvGymError]] = []
+        urls = self._urls
+        try:
+            for channel, raw in zip(pending.channels, raws, strict=True):
+                if isinstance(raw, OpenEnvGymError):
+                    broken.append((channel, raw))
+                    continue
+                result = channel.parse(raw, urls[channel.indices[0]])
+                results.append((channel, result))
+                if take is not None:
+                    take(channel, result)
+        except BaseException:
+            for _ in raws:  # read what is left, so the next request gets its own replies
+                pass
+            raise
+        return results, broken
+
+    def states(self) -> list[dict[str, Any]]:
+        """The server-side state of every sub-env (``state`` / ``batch_state``).
+
+        Raises:
+            SubEnvError: A connection broke.
+        """
+        channels = self._channels
+        frames = [channel.state_frame() for channel in channels]
+        raws = exchange_many([c.session for c in channels], frames, self._reply_timeout)
+        states: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for channel, raw in zip(channels, raws, strict=True):
+            if isinstance(raw, OpenEnvGymError):
+                raise self.sub_env_error(channel.indices[0], raw, reconnect=False) from raw
+            url = self._urls[channel.indices[0]]
+            for i, state in zip(channel.indices, channel.parse_states(raw, url), strict=True):
+                states[i] = state
+        return states
+
+    # ------------------------------------------------------------------ faults, closing
+
+    def sub_env_error(
+        self, index: int, cause: BaseException | str, *, reconnect: bool
+    ) -> SubEnvError:
+        """The error for sub-env ``index`` whose session broke with ``cause``."""
+        channel = next((c for c in self._channels if index in c.indices), None)
+        url = channel.session.url if channel is not None else self._urls[index]
+        hint = (
+            "reconnecting failed"
+            if reconnect
+            else "pass reconnect=True to reopen broken sessions and go on"
+        )
+        return SubEnvError(
+            f"sub-env {index} of the vector env lost its session at {url}: {cause} ({hint})",
+            index=index,
+            url=url,
+        )
+
+    def close(self) -> None:
+        """Close every connection and stop the servers this fleet started."""
+        try:
+            close_channels(self._channels)
+        finally:
+            for provider in self._providers.values():
+                provider.stop()
+
+
+__all__ = ["PARALLEL_FLEET_STARTS", "Connections", "Pending"]
