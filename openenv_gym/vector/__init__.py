@@ -4,7 +4,8 @@
 * :mod:`.buffers`: where replies land (batch buffers, episode flags, infos).
 * :mod:`.connections`: its servers and connections (capacity checks, round trips,
   reconnecting, closing); :mod:`.channels`: a connection, plain (one session) or batch (K
-  sessions); :mod:`.opening`: opening connections to one server; :mod:`.reconnect`: the
+  sessions); :mod:`.servers`: which server each sub-env is on, and those the env started;
+  :mod:`.opening`: opening connections to one server; :mod:`.reconnect`: the
   retries of reopening broken ones, with :mod:`.backoff`; :mod:`.round_trip`: ops to frames.
 * :mod:`.options`: the checked arguments; :mod:`.entry_point`: ``gym.make_vec`` support.
 """

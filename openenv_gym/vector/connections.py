@@ -1,30 +1,29 @@
 """The servers and connections behind a vector env: capacity checks, opening, round trips,
 reconnecting, closing.
 
-:class:`Connections` holds the URL of each sub-env, the connection (a
-:class:`~openenv_gym.vector.channels.Channel`) it lives on, and the servers the vector env
-started (and stops on close); it alone changes them. Before opening sessions it checks that
-the servers can take them (``GET /capacity``, or ``CAPACITY_REACHED`` while opening on
-official servers) and raises :class:`~openenv_gym.errors.InsufficientCapacityError`
-otherwise. Connections are blocking sockets (:mod:`openenv_gym.client.blocking`): a round
-trip sends one frame per connection, then reads each reply, in the caller's thread, with no
-event loop. Opening the connections of one server is :mod:`openenv_gym.vector.opening`'s;
-reopening broken ones (``reconnect=True``) is :meth:`Connections.reopen`, retried as
-:mod:`openenv_gym.vector.reconnect` says with :attr:`Connections.backoff`.
+:class:`Connections` holds the connection (a :class:`~openenv_gym.vector.channels.Channel`)
+each sub-env lives on, and the :class:`~openenv_gym.vector.servers.SubEnvServers` that say
+which server it is on (and stop the servers the vector env started on close); it alone
+changes them. Before opening sessions it checks that the servers can take them
+(``GET /capacity``, or ``CAPACITY_REACHED`` while opening on official servers) and raises
+:class:`~openenv_gym.errors.InsufficientCapacityError` otherwise. Connections are blocking
+sockets (:mod:`openenv_gym.client.blocking`): a round trip sends one frame per connection,
+then reads each reply, in the caller's thread, with no event loop. Opening the connections of
+one server is :mod:`openenv_gym.vector.opening`'s; reopening broken ones (``reconnect=True``)
+is :meth:`Connections.reopen`, retried as :mod:`openenv_gym.vector.reconnect` says with
+:attr:`Connections.backoff`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_each, send_many
-from openenv_gym.client.http import is_healthy
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import OpenEnvGymError, SubEnvError
 from openenv_gym.providers.base import ServerProvider
@@ -36,16 +35,13 @@ from openenv_gym.vector.opening import (
     SessionsRefusedError,
     worker_connections,
 )
-from openenv_gym.vector.options import make_template
 from openenv_gym.vector.reconnect import keep_trying
 from openenv_gym.vector.round_trip import Op
+from openenv_gym.vector.servers import SubEnvServers
 from openenv_gym.wire.batch import BatchResult
 
 if TYPE_CHECKING:
     from openenv_gym.env import OpenEnvEnv
-
-#: How many servers a vector env starts at once on a fleet (their nodes do the work).
-PARALLEL_FLEET_STARTS: Final = 16
 
 
 @dataclass(frozen=True)
@@ -97,15 +93,13 @@ class Connections:
         server_fleet: FleetProvider | None = None,
     ) -> None:
         self.num_envs = num_envs
-        self._server_fleet = server_fleet
+        self._servers = SubEnvServers(num_envs, encoding=encoding, server_fleet=server_fleet)
         self._encoding = encoding
         self._options = connect_options
         self._batch = batch and encoding != "json"
         self._truncated_key: str | None = None
         self._borrow_shared = False
-        self._urls: list[str] = []
         self._channels: list[Channel] = []
-        self._providers: dict[str, ServerProvider] = {}
         self._workers: dict[str, int] = {}  # worker processes per URL (``GET /capacity``)
         self._step_seconds: dict[str, float] = {}  # seconds per env step (``GET /capacity``)
         self._reply_timeout = connect_options.reply_timeout
@@ -126,14 +120,7 @@ class Connections:
             borrow_shared: The vector env copies every observation row out before its next
                 request, so arrays in shared memory may be read as views.
         """
-        provider = template.detach()
-        first_url = template.base_url.rstrip("/")
-        if provider.owns_server:
-            self._providers[first_url] = provider
-        self._urls = [
-            (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(self.num_envs)
-        ]
-        self._urls[0] = first_url
+        self._servers.adopt(template, urls)
         options = self._options = template.connect_options
         self._reply_timeout = options.reply_timeout
         # One busy-poller for every connection: the wait of a round trip is one spin.
@@ -146,11 +133,11 @@ class Connections:
     @property
     def urls(self) -> list[str]:
         """The server URL of each sub-env (a copy)."""
-        return list(self._urls)
+        return self._servers.urls
 
     def url_of(self, index: int) -> str:
         """The server URL of sub-env ``index``."""
-        return self._urls[index]
+        return self._servers.url_of(index)
 
     @property
     def channels(self) -> list[Channel]:
@@ -160,71 +147,20 @@ class Connections:
     @property
     def providers(self) -> list[ServerProvider]:
         """The servers this fleet started (and stops on close)."""
-        return list(self._providers.values())
+        return self._servers.providers
+
+    def start_more_servers(
+        self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int
+    ) -> None:
+        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``
+        (:meth:`SubEnvServers.start_more <openenv_gym.vector.servers.SubEnvServers.start_more>`);
+        those started are stopped by :meth:`close`, even when one fails."""
+        self._servers.start_more(id, env_kwargs, per_server)
 
     @property
     def sessions(self) -> list[BlockingConnection]:
         """Every open connection."""
         return [channel.session for channel in self._channels]
-
-    # ------------------------------------------------------------------ servers
-
-    def start_more_servers(
-        self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int
-    ) -> None:
-        """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
-
-        Here they start one after the other; on a fleet (remote nodes) up to
-        :data:`PARALLEL_FLEET_STARTS` at once. When one fails, those started are kept (and
-        stopped by :meth:`close`) and its error is raised.
-        """
-        encoding, server_fleet = self._encoding, self._server_fleet
-
-        def start(first: int) -> tuple[int, str, ServerProvider]:
-            extra = make_template(id, None, env_kwargs, encoding, server_fleet)
-            return first, extra.base_url, extra.detach()
-
-        firsts = range(per_server, self.num_envs, per_server)
-        outcomes: list[tuple[int, str, ServerProvider] | BaseException] = []
-        if server_fleet is None:
-            for first in firsts:
-                try:
-                    outcomes.append(start(first))
-                except BaseException as exc:
-                    outcomes.append(exc)
-                    break
-        else:
-            with concurrent.futures.ThreadPoolExecutor(
-                min(len(firsts), PARALLEL_FLEET_STARTS), thread_name_prefix="openenv-gym-start"
-            ) as pool:
-                futures = [pool.submit(start, first) for first in firsts]
-            outcomes = [f.exception() or f.result() for f in futures]
-        for outcome in outcomes:
-            if not isinstance(outcome, BaseException):
-                first, url, provider = outcome
-                self._providers[url] = provider
-                for i in range(first, min(first + per_server, self.num_envs)):
-                    self._urls[i] = url
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-
-    def unix_sockets(self, url: str) -> list[str]:
-        """The Unix sockets of a server this env started (empty for any other server)."""
-        provider = self._providers.get(url)
-        return list(getattr(provider, "unix_sockets", None) or [])
-
-    def _restart_dead_servers(self, indices: Sequence[int]) -> None:
-        """Restart the servers this fleet started, for ``indices``, that do not answer."""
-        for url in {self._urls[i] for i in indices}:
-            provider = self._providers.get(url)
-            if provider is None or is_healthy(url, timeout=2.0):
-                continue
-            provider.stop()
-            new_url = provider.start().rstrip("/")
-            del self._providers[url]
-            self._providers[new_url] = provider
-            self._urls = [new_url if u == url else u for u in self._urls]
 
     # ------------------------------------------------------------------ opening
 
@@ -270,7 +206,7 @@ class Connections:
         """
         groups: dict[str, list[int]] = {}
         for i in indices:
-            groups.setdefault(self._urls[i], []).append(i)
+            groups.setdefault(self._servers.url_of(i), []).append(i)
         if not groups:
             return
         needed = {url: len(group) for url, group in groups.items()}
@@ -287,7 +223,7 @@ class Connections:
         for url, group in groups.items():
             try:
                 workers = self._workers.get(url, 1)
-                sockets = self.unix_sockets(url)
+                sockets = self._servers.unix_sockets(url)
                 count = worker_connections(
                     len(group), len(sockets) or workers, self._step_seconds.get(url)
                 )
@@ -333,7 +269,7 @@ class Connections:
         close_channels(broken)
 
         def attempt() -> None:
-            self._restart_dead_servers(affected)
+            self._servers.restart_dead(affected)
             self.open(affected, check_capacity=False)
 
         gave_up = keep_trying(attempt, self.backoff)
@@ -404,13 +340,13 @@ class Connections:
         raws = receive_each(sessions, sent, self._reply_timeout)
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
-        urls = self._urls
+        url_of = self._servers.url_of
         try:
             for channel, raw in zip(pending.channels, raws, strict=True):
                 if isinstance(raw, OpenEnvGymError):
                     broken.append((channel, raw))
                     continue
-                result = channel.parse(raw, urls[channel.indices[0]])
+                result = channel.parse(raw, url_of(channel.indices[0]))
                 results.append((channel, result))
                 if take is not None:
                     take(channel, result)
@@ -433,7 +369,7 @@ class Connections:
         for channel, raw in zip(channels, raws, strict=True):
             if isinstance(raw, OpenEnvGymError):
                 raise self.sub_env_error(channel.indices[0], raw, reconnect=False) from raw
-            url = self._urls[channel.indices[0]]
+            url = self._servers.url_of(channel.indices[0])
             for i, state in zip(channel.indices, channel.parse_states(raw, url), strict=True):
                 states[i] = state
         return states
@@ -445,7 +381,7 @@ class Connections:
     ) -> SubEnvError:
         """The error for sub-env ``index`` whose session broke with ``cause``."""
         channel = next((c for c in self._channels if index in c.indices), None)
-        url = channel.session.url if channel is not None else self._urls[index]
+        url = channel.session.url if channel is not None else self._servers.url_of(index)
         hint = (
             "reconnecting failed"
             if reconnect
@@ -462,8 +398,7 @@ class Connections:
         try:
             close_channels(self._channels)
         finally:
-            for provider in self._providers.values():
-                provider.stop()
+            self._servers.stop()
 
 
-__all__ = ["PARALLEL_FLEET_STARTS", "Connections", "Pending"]
+__all__ = ["Connections", "Pending"]
