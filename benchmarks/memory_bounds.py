@@ -114,9 +114,9 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     with server(args.max_message_size) as (pid, port):
-        from openenv_gym.server.app import DEFAULT_MAX_MESSAGE_SIZE
+        from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 
-        limit = args.max_message_size or DEFAULT_MAX_MESSAGE_SIZE
+        limit = args.max_message_size or SERVER_INBOUND_LIMIT
         base = settle(pid)
 
         sock = open_raw(port)

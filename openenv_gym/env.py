@@ -45,15 +45,12 @@ from pydantic import BaseModel
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_ENCODING,
-    DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REPLY_TIMEOUT,
+    ConnectOptions,
     SyncSession,
-    check_encoding,
     get_json,
     resolve_token,
 )
-from openenv_gym.client.options import ConnectOptions
 from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
@@ -76,7 +73,9 @@ from openenv_gym.spaces.problems import ENV_KEYWORDS
 from openenv_gym.spaces.tools import (
     ToolSpec,
 )
+from openenv_gym.wire.encoding import DEFAULT_ENCODING, check_encoding
 from openenv_gym.wire.messages import (
+    CLIENT_INBOUND_LIMIT,
     METADATA_PATH,
     ObservationReply,
     StateReply,
@@ -180,7 +179,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
         busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = CLIENT_INBOUND_LIMIT,
         headers: Mapping[str, str] | None = None,
         render_mode: str | None = None,
         encoding: str = DEFAULT_ENCODING,
@@ -254,17 +253,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def _open_session(self) -> SyncSession:
         if self._session is None:
-            options = self._connect_options
-            self._session = SyncSession.connect(
-                self.base_url,
-                connect_timeout=options.connect_timeout,
-                reply_timeout=options.reply_timeout,
-                busy_poll=options.busy_poll,
-                max_message_size=options.max_message_size,
-                headers=dict(options.headers),
-                encoding=options.encoding,
-                token=options.token,
-            )
+            self._session = SyncSession.connect(self.base_url, self._connect_options)
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
 

@@ -23,6 +23,7 @@ import httpx
 
 from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
+    ConnectOptions,
     SyncSession,
     auth_headers,
     is_loopback_url,
@@ -82,7 +83,8 @@ def _tools_over_http(base_url: str, *, timeout: float, token: str | None) -> lis
 
 def _tools_over_websocket(base_url: str, *, timeout: float, token: str | None) -> list[Any] | None:
     """A ``list_tools`` step on a session of its own; ``None`` if the reply has no tools."""
-    session = SyncSession.connect(base_url, connect_timeout=timeout, token=token, encoding="json")
+    options = ConnectOptions(connect_timeout=timeout, token=token, encoding="json")
+    session = SyncSession.connect(base_url, options)
     try:
         reply = session.request_observation(step_message({"type": LIST_TOOLS}))
     except ServerReplyError:  # the server refused the action: not an MCP tool env

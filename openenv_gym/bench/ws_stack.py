@@ -142,10 +142,10 @@ def _run_server(kind: str, port: int, ready: Any) -> None:
 
 def _blocking_client(url: str, message: str, seconds: float) -> float:
     from openenv_gym.client.blocking import BlockingConnection
+    from openenv_gym.client.options import ConnectOptions
 
-    connection = BlockingConnection.open(
-        url, connect_timeout=10, reply_timeout=10, max_message_size=1 << 20
-    )
+    options = ConnectOptions(connect_timeout=10, reply_timeout=10, max_message_size=1 << 20)
+    connection = BlockingConnection.open(url, options)
     try:
         count, start = 0, time.perf_counter()
         while (elapsed := time.perf_counter() - start) < seconds:

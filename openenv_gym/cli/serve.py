@@ -149,11 +149,8 @@ def _workers(text: str) -> int:
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """The flags every ``serve`` target shares (address, limits, lifetime, logging)."""
     from openenv_gym.busy_poll import DEFAULT_BUSY_POLL
-    from openenv_gym.server.app import (
-        DEFAULT_MAX_MESSAGE_SIZE,
-        DEFAULT_MAX_SESSIONS,
-        HARD_CAP_FACTOR,
-    )
+    from openenv_gym.server.app import DEFAULT_MAX_SESSIONS, HARD_CAP_FACTOR
+    from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 
     group = parser.add_argument_group("server options")
     group.add_argument(
@@ -203,11 +200,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--max-message-size",
         type=positive_int,
-        default=DEFAULT_MAX_MESSAGE_SIZE,
+        default=SERVER_INBOUND_LIMIT,
         metavar="BYTES",
         help="largest client message processed; larger ones get a VALIDATION_ERROR reply, "
         f"and ones over {HARD_CAP_FACTOR}x this close the connection (code 1009) "
-        f"(default: {DEFAULT_MAX_MESSAGE_SIZE})",
+        f"(default: {SERVER_INBOUND_LIMIT})",
     )
     group.add_argument(
         "--busy-poll-us",

@@ -4,13 +4,18 @@
   from :mod:`.sockets`: TCP or Unix, HTTP proxy, TLS), and
   :mod:`.exchange`: one round trip on many of them (:func:`exchange_many`);
   :mod:`.keepalive`: the thread that answers the pings of idle connections.
+* :mod:`.options`: :class:`ConnectOptions`, what every connection is opened with.
 * :mod:`.sync_session`: :class:`SyncSession`, a single env's session.
-* :mod:`.session`: WebSocket sessions on an event loop (:class:`Session`), for HTTP proxies;
-  :mod:`.loop`: event loops for them (:func:`background_loop`, :func:`run_sync`).
+* :mod:`.async_session`: WebSocket sessions on an event loop (:class:`AsyncSession`), for
+  SOCKS proxies; :mod:`.loop`: event loops for them (:func:`background_loop`,
+  :func:`run_sync`).
+
+Encodings (``encoding=``) and the message-size limits live in :mod:`openenv_gym.wire`.
 * :mod:`.http`: ``GET /health``, ``/schema``, ... and bearer tokens.
 * :mod:`.capacity`: ``GET /capacity`` and the error for too few session slots.
 """
 
+from openenv_gym.client.async_session import AsyncSession
 from openenv_gym.client.exchange import exchange_many
 from openenv_gym.client.http import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -23,28 +28,18 @@ from openenv_gym.client.http import (
     resolve_token,
 )
 from openenv_gym.client.loop import background_loop, run_sync
-from openenv_gym.client.session import (
-    DEFAULT_ENCODING,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    DEFAULT_REPLY_TIMEOUT,
-    ENCODINGS,
-    Session,
-    check_encoding,
-)
+from openenv_gym.client.options import DEFAULT_REPLY_TIMEOUT, ConnectOptions
 from openenv_gym.client.sync_session import SyncSession
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
-    "DEFAULT_ENCODING",
-    "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_REPLY_TIMEOUT",
-    "ENCODINGS",
     "TOKEN_ENV_VAR",
-    "Session",
+    "AsyncSession",
+    "ConnectOptions",
     "SyncSession",
     "auth_headers",
     "background_loop",
-    "check_encoding",
     "exchange_many",
     "fetch_schema",
     "get_json",

@@ -18,9 +18,10 @@ a learner trains for a minute the :mod:`openenv_gym.client.keepalive` thread ans
 (:meth:`BlockingConnection.answer_pings`, under :attr:`BlockingConnection.lock`).
 
 Example:
-    >>> connection = BlockingConnection.open("http://127.0.0.1:8000")  # doctest: +SKIP
-    >>> connection.send('{"type":"reset","data":{}}')                  # doctest: +SKIP
-    >>> connection.receive()                                             # doctest: +SKIP
+    >>> url = "ws://127.0.0.1:8000/ws"
+    >>> connection = BlockingConnection.open(url, ConnectOptions())  # doctest: +SKIP
+    >>> connection.send('{"type":"reset","data":{}}')                # doctest: +SKIP
+    >>> connection.receive()                                           # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -46,23 +47,19 @@ from websockets.uri import parse_uri
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
 from openenv_gym.client import keepalive
 from openenv_gym.client.http import auth_error, auth_headers, resolve_token
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.client.sockets import open_socket
 from openenv_gym.errors import (
-    BinaryEncodingRefusedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
 )
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL
-from openenv_gym.wire.messages import http_to_ws_url
+from openenv_gym.wire.encoding import Encoding, encoding_of
+from openenv_gym.wire.messages import WORKER_HEADER, http_to_ws_url
 
 _CHUNK: Final = 256 * 1024
-#: The handshake response header naming the server process (see
-#: :attr:`BlockingConnection.worker`).
-WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 
 
 class BlockingConnection:
@@ -102,11 +99,18 @@ class BlockingConnection:
         self.lock = threading.Lock()
         #: ``time.monotonic()`` of the last send or receive.
         self.last_active = time.monotonic()
-        subprotocol = protocol.subprotocol
-        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
-        self.binary = subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
-        #: Whether this connection carries K sessions (``openenv-gym.batch.v1`` was agreed).
-        self.batch = subprotocol == BATCH_SUBPROTOCOL
+        #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
+        self.encoding: Encoding = encoding_of(protocol.subprotocol)
+
+    @property
+    def binary(self) -> bool:
+        """Whether observation replies may come as binary frames."""
+        return self.encoding.binary_frames
+
+    @property
+    def batch(self) -> bool:
+        """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""
+        return self.encoding.multiplexed
 
     @property
     def subprotocol(self) -> str | None:
@@ -128,24 +132,21 @@ class BlockingConnection:
     def open(
         cls,
         url: str,
+        options: ConnectOptions,
         *,
-        connect_timeout: float,
-        reply_timeout: float,
-        max_message_size: int,
-        headers: Mapping[str, str] | None = None,
         subprotocols: Sequence[str] = (),
-        token: str | None = None,
         unix_path: str | None = None,
-        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
         poller: BusyPoller | None = None,
     ) -> BlockingConnection:
         """Connect to the ``ws://`` or ``wss://`` URL ``url`` (through ``unix_path`` when
         given), and have :mod:`~openenv_gym.client.keepalive` answer its pings while idle.
 
-        ``busy_poll`` is the longest spin, in seconds, waiting awake for a reply before
-        sleeping (:mod:`openenv_gym.busy_poll`; ``0``: sleep at once). A vector env passes
-        one ``poller`` for all its connections instead: a round trip's wait is one spin,
-        which ends when the first reply lands.
+        ``options`` gives the timeouts, the message-size limit, the headers, the token and
+        ``busy_poll``, the longest spin waiting awake for a reply before sleeping
+        (:mod:`openenv_gym.busy_poll`). ``subprotocols`` are offered as they are (see
+        :meth:`~openenv_gym.wire.encoding.EncodingChoice.subprotocols`). A vector env
+        passes one ``poller`` for all its connections instead: a round trip's wait is one
+        spin, which ends when the first reply lands.
 
         Raises:
             AuthenticationError: The server refused the token (HTTP 401/403).
@@ -159,13 +160,14 @@ class BlockingConnection:
                 f"{url!r} is not a valid server URL ({exc}); expected e.g. 'http://127.0.0.1:8000'",
                 url=url,
             ) from exc
+        connect_timeout, token = options.connect_timeout, options.token
         protocol = ClientProtocol(
             uri,
             subprotocols=[Subprotocol(p) for p in subprotocols] or None,
-            max_size=max_message_size,
+            max_size=options.max_message_size,
         )
         request = protocol.connect()
-        for name, value in {**auth_headers(resolve_token(token)), **dict(headers or {})}.items():
+        for name, value in {**auth_headers(resolve_token(token)), **options.headers}.items():
             request.headers[name] = value
         protocol.send_request(request)
         deadline = time.monotonic() + connect_timeout
@@ -184,9 +186,9 @@ class BlockingConnection:
             protocol,
             response,
             url=url,
-            reply_timeout=reply_timeout,
+            reply_timeout=options.reply_timeout,
             unix_path=unix_path,
-            busy_poll=busy_poll,
+            busy_poll=options.busy_poll,
             poller=poller,
         )
         for frame in frames:
@@ -371,30 +373,6 @@ class BlockingConnection:
         self.abort()
 
 
-def binary_refused(url: str) -> BinaryEncodingRefusedError:
-    """The error for ``encoding="binary"`` against a server that did not agree to it."""
-    return BinaryEncodingRefusedError(
-        f"the server at {url} did not accept the binary observation encoding "
-        f"(WebSocket subprotocol {BINARY_SUBPROTOCOL!r}); it is probably an official "
-        "OpenEnv server. Use encoding='auto' (binary when available, JSON otherwise) "
-        "or encoding='json'.",
-        url=url,
-    )
-
-
-def offered_subprotocols(
-    encoding: str, extra: Sequence[str] = (), *, batch: bool = False
-) -> list[str]:
-    """The WebSocket subprotocols a client offers: ``extra``, with the binary encoding first
-    unless ``encoding="json"``, and the batch protocol before it when ``batch``."""
-    offered = list(extra)
-    if encoding != "json" and BINARY_SUBPROTOCOL not in offered:
-        offered.insert(0, BINARY_SUBPROTOCOL)
-    if batch and BATCH_SUBPROTOCOL not in offered:
-        offered.insert(0, BATCH_SUBPROTOCOL)
-    return offered
-
-
 def ws_url_or_raise(base_url: str) -> str:
     """The ``ws://`` (``wss://``) URL of the session endpoint of ``base_url``.
 
@@ -467,10 +445,4 @@ def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -
     raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
-__all__ = [
-    "WORKER_HEADER",
-    "BlockingConnection",
-    "binary_refused",
-    "offered_subprotocols",
-    "ws_url_or_raise",
-]
+__all__ = ["BlockingConnection", "ws_url_or_raise"]

@@ -4,7 +4,8 @@ Servers ping their clients and close a connection that does not answer in time (
 ``openenv`` servers under uvicorn: a ping every 20 s, 20 s to answer). A
 :class:`~openenv_gym.client.blocking.BlockingConnection` reads, and so answers, only while it
 waits for a reply; a learner that trains for a minute between rollouts would lose its
-sessions. One daemon thread per process looks at the open connections every
+sessions. One daemon thread per process looks at the open connections (anything
+:class:`Keepable`; this module imports no connection class) every
 :data:`KEEPALIVE_PERIOD` seconds; for each idle longer than :data:`KEEPALIVE_IDLE` seconds it
 *tries* the connection's lock (never waits for it: a step in progress reads for itself) and
 lets the connection read what came without waiting, which answers the pings. The step path
@@ -21,15 +22,36 @@ import os
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from openenv_gym.client.blocking import BlockingConnection
+from typing import Final, Protocol
 
 #: Seconds without a send or receive after which the thread reads for a connection.
 KEEPALIVE_IDLE: Final = 10.0
 #: Seconds between the thread's looks at the connections.
 KEEPALIVE_PERIOD: Final = 2.0
+
+
+class Keepable(Protocol):
+    """What the thread needs of a connection (a
+    :class:`~openenv_gym.client.blocking.BlockingConnection` is one)."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (then it is skipped)."""
+        ...
+
+    @property
+    def last_active(self) -> float:
+        """``time.monotonic()`` of its last send or receive."""
+        ...
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while a thread uses the connection; the keeper only tries it."""
+        ...
+
+    def answer_pings(self) -> None:
+        """Read what came without waiting (the protocol answers pings). Never raises."""
+        ...
 
 
 class _Keeper:
@@ -38,7 +60,7 @@ class _Keeper:
     def __init__(self, idle: float, period: float) -> None:
         self.idle = idle
         self.period = period
-        self.connections: weakref.WeakSet[BlockingConnection] = weakref.WeakSet()
+        self.connections: weakref.WeakSet[Keepable] = weakref.WeakSet()
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.thread = threading.Thread(target=self._run, name="openenv-gym-keepalive", daemon=True)
@@ -77,14 +99,14 @@ def _the_keeper() -> _Keeper:
         return _keeper
 
 
-def watch(connection: BlockingConnection) -> None:
+def watch(connection: Keepable) -> None:
     """Answer the pings of ``connection`` while it is idle (starts the thread on first use)."""
     keeper = _the_keeper()
     with keeper.lock:
         keeper.connections.add(connection)
 
 
-def forget(connection: BlockingConnection) -> None:
+def forget(connection: Keepable) -> None:
     """Stop watching ``connection`` (it closed). Never raises."""
     keeper = _keeper
     if keeper is not None:
@@ -109,4 +131,4 @@ def _forget_keeper_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_keeper_after_fork)
 
 
-__all__ = ["KEEPALIVE_IDLE", "KEEPALIVE_PERIOD", "configure", "forget", "watch"]
+__all__ = ["KEEPALIVE_IDLE", "KEEPALIVE_PERIOD", "Keepable", "configure", "forget", "watch"]

@@ -20,17 +20,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.session import (
-    DEFAULT_ENCODING,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    DEFAULT_REPLY_TIMEOUT,
-    check_encoding,
-)
 from openenv_gym.errors import EnvConfigError
+from openenv_gym.wire.encoding import DEFAULT_ENCODING, EncodingChoice, resolve_encoding
+from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT
+
+#: Seconds to wait for each reply by default.
+DEFAULT_REPLY_TIMEOUT: Final = 60.0
 
 
 def _frozen_headers(headers: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -42,11 +41,13 @@ class ConnectOptions:
     """What every connection to a server is opened with.
 
     Attributes:
-        encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see :mod:`openenv_gym.wire`).
+        encoding: ``"auto"``, ``"json"`` or ``"binary"`` (resolved through
+            :mod:`openenv_gym.wire.encoding`; :attr:`encoding_choice` is what it asks for).
         connect_timeout: Seconds to open a connection (TCP, TLS, WebSocket handshake).
         reply_timeout: Seconds to wait for each reply; a late reply closes the session.
         busy_poll: Seconds to wait for a reply awake before sleeping in ``select`` (0 = never).
-        max_message_size: The largest frame accepted from the server, in bytes.
+        max_message_size: The largest frame accepted from the server, in bytes
+            (default :data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`).
         headers: Extra HTTP headers sent with the WebSocket handshake.
         token: The bearer token (``None``: no ``Authorization`` header).
 
@@ -59,12 +60,12 @@ class ConnectOptions:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     reply_timeout: float = DEFAULT_REPLY_TIMEOUT
     busy_poll: float = DEFAULT_CLIENT_BUSY_POLL
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_message_size: int = CLIENT_INBOUND_LIMIT
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     token: str | None = None
 
     def __post_init__(self) -> None:
-        check_encoding(self.encoding)
+        resolve_encoding(self.encoding)
         object.__setattr__(self, "busy_poll", check_busy_poll(self.busy_poll))
         for name in ("connect_timeout", "reply_timeout"):
             value = getattr(self, name)
@@ -82,13 +83,18 @@ class ConnectOptions:
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise EnvConfigError(
                 f"expected max_message_size to be a positive int (bytes), got {size!r}; "
-                f"pass e.g. max_message_size={DEFAULT_MAX_MESSAGE_SIZE}"
+                f"pass e.g. max_message_size={CLIENT_INBOUND_LIMIT}"
             )
         object.__setattr__(self, "headers", _frozen_headers(self.headers))
+
+    @property
+    def encoding_choice(self) -> EncodingChoice:
+        """What :attr:`encoding` asks for: the subprotocols to offer, the one required."""
+        return resolve_encoding(self.encoding)
 
     def replace(self, **changes: Any) -> ConnectOptions:
         """A copy with ``changes`` applied (and checked again)."""
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["ConnectOptions"]
+__all__ = ["DEFAULT_REPLY_TIMEOUT", "ConnectOptions"]

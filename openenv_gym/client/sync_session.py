@@ -9,44 +9,32 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from websockets.exceptions import InvalidURI
 from websockets.proxy import get_proxy
 from websockets.uri import parse_uri
 
-from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL
-from openenv_gym.client.blocking import (
-    BlockingConnection,
-    binary_refused,
-    offered_subprotocols,
-    ws_url_or_raise,
-)
-from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT, is_loopback_url
+from openenv_gym.client.async_session import AsyncSession
+from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
+from openenv_gym.client.http import is_loopback_url
 from openenv_gym.client.loop import CallerLoop
-from openenv_gym.client.session import (
-    DEFAULT_ENCODING,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    DEFAULT_REPLY_TIMEOUT,
-    Session,
-    check_encoding,
-)
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     ConnectionLostError,
     ProtocolError,
     SessionClosedError,
 )
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
+from openenv_gym.wire.encoding import Encoding
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
     close_message,
     encode_message,
-    parse_server_message,
-    parse_server_object,
 )
+
+_DEFAULT_OPTIONS = ConnectOptions()
 
 
 class SyncSession:
@@ -56,74 +44,58 @@ class SyncSession:
     It is a :class:`~openenv_gym.client.blocking.BlockingConnection` (a ``send`` and a
     ``recv`` system call per request, no event loop; ``ws://`` or ``wss://``, directly or
     through an ``http://`` proxy); through a SOCKS proxy configured for the host, a
-    :class:`Session` on its own :class:`~openenv_gym.client.loop.CallerLoop`.
+    :class:`~openenv_gym.client.async_session.AsyncSession` on its own
+    :class:`~openenv_gym.client.loop.CallerLoop`.
     """
 
     def __init__(
         self,
         connection: BlockingConnection | None = None,
         *,
-        session: Session | None = None,
+        session: AsyncSession | None = None,
         loop: CallerLoop | None = None,
     ) -> None:
         self._connection = connection
         self._session = session
         self._loop = loop
-        subprotocol = connection.subprotocol if connection is not None else None
+        agreed = connection.encoding if connection is not None else None
         if session is not None:
-            subprotocol = session.subprotocol
-        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
-        self.binary = subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+            agreed = session.encoding
+        assert agreed is not None  # one of the two is set
+        #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
+        self.encoding: Encoding = agreed
+
+    @property
+    def binary(self) -> bool:
+        """Whether observation replies may come as binary frames."""
+        return self.encoding.binary_frames
 
     @classmethod
     def connect(
         cls,
         base_url: str,
+        options: ConnectOptions = _DEFAULT_OPTIONS,
         *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        headers: Mapping[str, str] | None = None,
-        subprotocols: Sequence[str] | None = None,
-        encoding: str = DEFAULT_ENCODING,
-        token: str | None = None,
-        busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
+        subprotocols: Sequence[str] = (),
     ) -> SyncSession:
-        """Open a session (the arguments and errors of :meth:`Session.open`; ``busy_poll``:
-        see :meth:`BlockingConnection.open`)."""
-        check_encoding(encoding)
+        """Open a session at ``{base_url}/ws`` as ``options`` say (the errors of
+        :meth:`AsyncSession.open <openenv_gym.client.async_session.AsyncSession.open>`).
+        ``subprotocols`` are offered after those of ``options.encoding``."""
+        choice = options.encoding_choice
         url = ws_url_or_raise(base_url)
         if is_loopback_url(url) or not _needs_asyncio_proxy(url):
-            offered = offered_subprotocols(encoding, subprotocols or ())
             connection = BlockingConnection.open(
-                url,
-                connect_timeout=connect_timeout,
-                reply_timeout=reply_timeout,
-                max_message_size=max_message_size,
-                headers=headers,
-                subprotocols=offered,
-                token=token,
-                busy_poll=busy_poll,
+                url, options, subprotocols=choice.subprotocols(extra=subprotocols)
             )
-            session = cls(connection)
-            if encoding == "binary" and not session.binary:
+            try:
+                choice.check_agreed(connection.encoding, url)
+            except BaseException:
                 connection.abort()
-                raise binary_refused(url)
-            return session
+                raise
+            return cls(connection)
         loop = CallerLoop()
         try:
-            opened = loop.run(
-                Session.open(
-                    base_url,
-                    connect_timeout=connect_timeout,
-                    reply_timeout=reply_timeout,
-                    max_message_size=max_message_size,
-                    headers=headers,
-                    subprotocols=subprotocols,
-                    encoding=encoding,
-                    token=token,
-                )
-            )
+            opened = loop.run(AsyncSession.open(base_url, options, subprotocols=subprotocols))
         except BaseException:
             loop.close()
             raise
@@ -146,7 +118,8 @@ class SyncSession:
         return self._session.closed
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
-        """Send one message and return the parsed reply (see :meth:`Session.request`)."""
+        """Send one message and return the parsed reply (see :meth:`AsyncSession.request
+        <openenv_gym.client.async_session.AsyncSession.request>`)."""
         connection = self._connection
         if connection is None:
             assert self._session is not None
@@ -161,10 +134,7 @@ class SyncSession:
         with contextlib.suppress(ConnectionLostError):
             connection.send(encode_message(message))
         raw = connection.receive()
-        if self.binary and isinstance(raw, bytes) and is_binary_frame(raw):
-            decoded = decode_frame(raw)
-            return parse_server_object(decoded, f"<binary frame, {len(raw)} bytes>", url=self.url)
-        return parse_server_message(raw, url=self.url)
+        return self.encoding.parse_reply(raw, url=self.url)
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
         """A request whose reply must be an observation (reset, step).

@@ -13,7 +13,6 @@ Example:
 """
 
 from openenv_gym.server.app import (
-    DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_MAX_SESSIONS,
     HARD_CAP_FACTOR,
     OpenEnvServer,
@@ -25,7 +24,6 @@ from openenv_gym.server.session import IDLE_CLOSE_REASON, serialize_observation
 from openenv_gym.server.thread import ServerThread
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
     "IDLE_CLOSE_REASON",

@@ -11,9 +11,10 @@ event loop's read callback, so a round trip costs little more than a bare WebSoc
 * ``GET /health``, ``/schema``, ``/metadata``, ``/state`` (see :mod:`openenv_gym.server.routes`).
   The official HTTP-only ``POST /reset`` and ``POST /step`` too (:mod:`.http_api`;
   requests with a body are read by :mod:`.http_requests`, websockets' parser takes ``GET``).
-* The WebSocket subprotocol ``openenv-gym.binary.v1`` is accepted when a client offers it
-  (observation arrays then travel as raw bytes, see :mod:`openenv_gym.wire.binary`); any
-  other offer, or none, gets plain OpenEnv JSON, as an official client expects.
+* The best WebSocket subprotocol of :mod:`openenv_gym.wire.encoding`'s registry that a
+  client offers is accepted (``openenv-gym.batch.v1``, else ``openenv-gym.binary.v1``:
+  observation arrays then travel as raw bytes); any other offer, or none, gets plain
+  OpenEnv JSON, as an official client expects.
 * permessage-deflate is off: it costs several times the step time on large frames.
 * Frames up to ``max_message_size`` (1 MiB by default) are served; larger ones, up to a hard
   cap of ``2 * max_message_size``, get a ``VALIDATION_ERROR`` reply and the session lives on.
@@ -45,6 +46,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.server.batch import BatchHandler
 from openenv_gym.server.connection import (
     MessageHandler,
     ServerConnection,
@@ -57,34 +59,16 @@ from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL
-from openenv_gym.wire.messages import CAPACITY_PATH
+from openenv_gym.wire.encoding import accept_subprotocol, encoding_of
+from openenv_gym.wire.messages import CAPACITY_PATH, SERVER_INBOUND_LIMIT, WORKER_HEADER
 from openenv_gym.wire.shared_memory import remove_stale_files
 
 logger = logging.getLogger("openenv_gym.server")
 
 DEFAULT_MAX_SESSIONS: Final = 64
-#: Client frames are actions and reset options: 1 MiB is plenty, and it bounds what one
-#: connection can make the server hold (see :mod:`openenv_gym.server.connection`).
-DEFAULT_MAX_MESSAGE_SIZE: Final = 1024 * 1024
 #: Frames up to ``HARD_CAP_FACTOR * max_message_size`` are read and answered with an error;
 #: larger ones close the connection (1009).
 HARD_CAP_FACTOR: Final = 2
-
-
-def select_subprotocol(offered: Sequence[Subprotocol]) -> Subprotocol | None:
-    """Accept :data:`BATCH_SUBPROTOCOL`, else :data:`BINARY_SUBPROTOCOL`, when offered;
-    otherwise no subprotocol (never fail: official clients offer none)."""
-    for accepted in (BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL):
-        if accepted in offered:
-            return Subprotocol(accepted)
-    return None
-
-
-#: Handshake response header naming the server process that took the connection: a batching
-#: client spreads its connections over a multi-worker server's processes with it.
-WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
 
 
 #: Seconds :meth:`OpenEnvServer.stop` waits for connections to close before dropping them.
@@ -127,7 +111,7 @@ class OpenEnvServer:
         metadata: EnvironmentMetadata | None = None,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         idle_timeout: float | None = None,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = SERVER_INBOUND_LIMIT,
         token: str | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
     ) -> None:
@@ -367,11 +351,15 @@ class OpenEnvServer:
         response.headers[WORKER_HEADER] = str(os.getpid())
 
     def select_subprotocol(self, offered: Sequence[Subprotocol]) -> Subprotocol | None:
-        """See :func:`select_subprotocol`."""
-        return select_subprotocol(offered)
+        """The best registered encoding offered (:func:`~openenv_gym.wire.encoding.
+        accept_subprotocol`); none: plain JSON (never fail: official clients offer none)."""
+        accepted = accept_subprotocol(offered)
+        return Subprotocol(accepted) if accepted is not None else None
 
     def open_handler(self, connection: ServerConnection) -> MessageHandler | None:
         """A session (or K on a batch connection) for an accepted ``/ws`` connection."""
+        if encoding_of(connection.subprotocol).multiplexed:
+            return BatchHandler(self.sessions, connection)
         return self.sessions.open_handler(connection)
 
     def answer_body_request(
@@ -395,11 +383,8 @@ class OpenEnvServer:
 
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
-    "WORKER_HEADER",
     "OpenEnvServer",
     "format_url",
-    "select_subprotocol",
 ]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-import pydantic_core
-
+from openenv_gym.server.connection import ServerConnection
+from openenv_gym.server.session import EnvSession, SessionManager
 from openenv_gym.wire.batch import (
     BATCH_OPEN,
     BATCH_OPENED,
@@ -25,6 +25,7 @@ from openenv_gym.wire.batch import (
     BATCH_STATES,
     BATCH_STEP,
     encode_batch_result,
+    parse_batch_message,
     parse_batch_open,
     parse_batch_step,
 )
@@ -32,53 +33,23 @@ from openenv_gym.wire.messages import (
     ClientMessageError,
     ErrorCode,
     MessageType,
+    encode_json,
     error_message,
 )
 from openenv_gym.wire.shared_memory import SharedArrayWriter, probe_matches
-
-if TYPE_CHECKING:
-    from openenv_gym.server.connection import ServerConnection
-    from openenv_gym.server.session import SessionManager, _Session
 
 logger = logging.getLogger("openenv_gym.server")
 # Plain strings for the hot path (an enum member's attribute access costs a descriptor call).
 _STEP: Final = MessageType.STEP.value
 _RESET: Final = MessageType.RESET.value
 _OBSERVATION: Final = MessageType.OBSERVATION.value
+_CLOSE: Final = MessageType.CLOSE.value
 
 
-def _parse(raw: bytes, max_size: int) -> tuple[str, dict[str, Any]]:
-    if len(raw) > max_size:
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Message too large: {len(raw)} bytes exceeds this server's limit of {max_size} "
-            "bytes (max_message_size)",
-        )
-    try:
-        message = pydantic_core.from_json(raw)
-    except ValueError as exc:
-        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
-    if not isinstance(message, dict):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR, "Invalid message: expected a JSON object"
-        )
-    kind = message.get("type")
-    data = message.get("data", {})
-    if kind not in (BATCH_OPEN, BATCH_STEP, BATCH_STATE, MessageType.CLOSE):
-        raise ClientMessageError(
-            ErrorCode.UNKNOWN_TYPE,
-            f"Unknown message type on a batch connection: {str(kind)[:50]} (expected "
-            f"{BATCH_OPEN!r} first, then {BATCH_STEP!r}, {BATCH_STATE!r} or 'close')",
-        )
-    if not isinstance(data, dict):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR, "Invalid message: 'data' must be an object"
-        )
-    return str(kind), data
-
-
-def _text(message: dict[str, Any]) -> bytes:
-    return pydantic_core.to_json(message, inf_nan_mode="null")
+def _parse(manager: SessionManager, raw: bytes) -> tuple[str, dict[str, Any]]:
+    manager.check_size(raw)
+    message = parse_batch_message(raw)
+    return message.type, message.data
 
 
 class BatchHandler:
@@ -87,7 +58,7 @@ class BatchHandler:
     def __init__(self, manager: SessionManager, connection: ServerConnection) -> None:
         self.manager = manager
         self.connection = connection
-        self.sessions: list[_Session] | None = None
+        self.sessions: list[EnvSession] | None = None
         self.truncated_key: str | None = None
         self.shared: SharedArrayWriter | None = None
         self._taken = 0
@@ -103,8 +74,8 @@ class BatchHandler:
             session.last_activity = now
         manager = self.manager
         try:
-            kind, data = _parse(message, manager.max_message_size)
-            if kind == MessageType.CLOSE:
+            kind, data = _parse(manager, message)
+            if kind == _CLOSE:
                 self.connection.close()
                 return
             if kind == BATCH_STEP:
@@ -121,13 +92,13 @@ class BatchHandler:
                     f"Invalid message: {BATCH_OPEN!r} was already received",
                 )
         except ClientMessageError as exc:
-            frame, text = _text(error_message(exc.code, exc.message)), True
+            frame, text = encode_json(exc.reply()), True
         self.connection.send(frame, text=text)
 
     def _open(self, message: bytes) -> None:
         manager, connection = self.manager, self.connection
         try:
-            kind, data = _parse(message, manager.max_message_size)
+            kind, data = _parse(manager, message)
             if kind != BATCH_OPEN:
                 raise ClientMessageError(
                     ErrorCode.VALIDATION_ERROR,
@@ -136,7 +107,7 @@ class BatchHandler:
                 )
             count, self.truncated_key = parse_batch_open(data, manager.budget.limit)
         except ClientMessageError as exc:
-            manager.send_and_close(connection, error_message(exc.code, exc.message))
+            manager.send_and_close(connection, exc.reply())
             return
         budget = manager.budget
         while self._taken < count and budget.try_acquire():
@@ -166,7 +137,7 @@ class BatchHandler:
             except OSError:
                 self.shared = None
         opened = {"sessions": len(sessions), "shared_memory": self.shared is not None}
-        connection.send(_text({"type": BATCH_OPENED, "data": opened}), text=True)
+        connection.send(encode_json({"type": BATCH_OPENED, "data": opened}), text=True)
 
     def _release(self) -> None:
         for _ in range(self._taken):
@@ -187,13 +158,13 @@ class BatchHandler:
 def _states(replies: list[dict[str, Any]]) -> bytes:
     for k, reply in enumerate(replies):
         if reply["type"] == MessageType.ERROR:
-            return _text({**reply, "data": {**reply["data"], "index": k}})
-    return _text({"type": BATCH_STATES, "data": {"states": [r["data"] for r in replies]}})
+            return encode_json({**reply, "data": {**reply["data"], "index": k}})
+    return encode_json({"type": BATCH_STATES, "data": {"states": [r["data"] for r in replies]}})
 
 
 def _step(
     manager: SessionManager,
-    sessions: list[_Session],
+    sessions: list[EnvSession],
     ops: list[dict[str, Any] | None],
     same_step_reset: dict[str, Any] | None,
     truncated_key: str | None,
@@ -233,13 +204,13 @@ def _step(
     manager.step_cost.record(time.perf_counter() - started, len(indices))
     if failed is not None:
         k, reply = failed
-        return _text({**reply, "data": {**reply["data"], "index": k}}), True
+        return encode_json({**reply, "data": {**reply["data"], "index": k}}), True
     try:
         return encode_batch_result(indices, replies, finals, shared), False
     except Exception as exc:
         logger.warning("cannot encode a batch result", exc_info=True)
         error = error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
-        return _text(error), True
+        return encode_json(error), True
 
 
 __all__ = ["BatchHandler"]

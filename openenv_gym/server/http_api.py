@@ -37,6 +37,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ValidationError
 
 from openenv_gym.errors import CodecError
+from openenv_gym.server.session import serialize_observation
+from openenv_gym.wire.messages import encode_json
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -72,17 +74,8 @@ def _accepted(method: Callable[..., Any], data: dict[str, Any], skip: frozenset[
 
 def observation_body(observation: Any) -> dict[str, Any]:
     """``{"observation", "reward", "done", "metadata"?}`` as the official server sends."""
-    from openenv_gym.server.session import serialize_observation
-
     body = serialize_observation(observation)["data"]
-    return json.loads(json.dumps(body, default=_json_default))
-
-
-def _json_default(value: Any) -> Any:
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    return str(value)
+    return json.loads(encode_json(body))  # numpy values as lists; fails here, not mid-response
 
 
 class HttpEnvApi:

@@ -39,7 +39,6 @@ import email.utils
 import hmac
 import http
 import inspect
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -51,7 +50,14 @@ from websockets.http11 import Request, Response
 from openenv_gym.server.bind_policy import check_token
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
-from openenv_gym.wire.messages import HEALTH_PATH, METADATA_PATH, SCHEMA_PATH, STATE_PATH, WS_PATH
+from openenv_gym.wire.messages import (
+    HEALTH_PATH,
+    METADATA_PATH,
+    SCHEMA_PATH,
+    STATE_PATH,
+    WS_PATH,
+    encode_json,
+)
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -60,7 +66,7 @@ def json_response(
     status: int, body: Any, extra_headers: Sequence[tuple[str, str]] = ()
 ) -> Response:
     """A complete HTTP response with a JSON body and ``Connection: close``."""
-    payload = json.dumps(body, separators=(",", ":")).encode()
+    payload = encode_json(body)
     status_enum = http.HTTPStatus(status)
     headers = Headers(
         [
@@ -161,10 +167,6 @@ class HttpRoutes:
         """Serve ``method path`` (e.g. ``POST /reset``) with ``handler(body) -> (status,
         JSON body)``; it runs in a worker thread."""
         self._body_routes[(method.upper(), path)] = handler
-
-    def has_body_route(self, method: str) -> bool:
-        """Whether any route takes requests of ``method``."""
-        return any(m == method.upper() for m, _ in self._body_routes)
 
     async def answer_with_body(
         self, method: str, target: str, headers: Headers, body: bytes

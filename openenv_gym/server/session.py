@@ -21,9 +21,11 @@ env raises in reset/step/state               ``error`` ``EXECUTION_ERROR``
 frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` naming both sizes
 ==========================================  ==================================================
 
-Binary encoding: when the client offered and the server accepted the WebSocket subprotocol
-``openenv-gym.binary.v1`` (:mod:`openenv_gym.wire.binary`), observation replies whose
-observation holds numpy arrays go out as one binary frame; everything else stays JSON text.
+Encoding: each session writes its replies in the encoding its connection agreed
+(:mod:`openenv_gym.wire.encoding`): with ``openenv-gym.binary.v1``, observation replies
+whose observation holds numpy arrays go out as one binary frame; everything else stays JSON
+text. A batch connection (K sessions) is served by :mod:`openenv_gym.server.batch`, on top
+of this module.
 
 After any error reply the session lives on. Two cases end it: all session slots taken
 (``CAPACITY_REACHED`` with ``active_sessions``/``max_sessions``, then close) and a factory
@@ -45,11 +47,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from openenv_gym.errors import CodecError
-from openenv_gym.server.batch import BatchHandler
 from openenv_gym.server.budget import LocalSessionBudget, SessionBudget
 from openenv_gym.server.connection import MessageHandler, ServerConnection
 from openenv_gym.server.environment import Environment
@@ -61,12 +61,12 @@ from openenv_gym.server.fault_replies import (
     validation_error_reply,
 )
 from openenv_gym.server.step_cost import StepCost
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame
+from openenv_gym.wire.encoding import Encoding, encoding_of
 from openenv_gym.wire.messages import (
     ClientMessageError,
     ErrorCode,
     MessageType,
+    encode_json,
     error_message,
     observation_message,
     parse_client_message,
@@ -82,21 +82,6 @@ _OBSERVATION_EXCLUDE: Final = frozenset({"reward", "done"})
 # Plain strings for the hot path (an enum member's attribute access costs a descriptor call).
 _STEP: Final = MessageType.STEP.value
 _RESET: Final = MessageType.RESET.value
-
-
-def _json_fallback(value: Any) -> Any:
-    """Serialize what pydantic cannot: numpy arrays and scalars (anything with ``tolist``)."""
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    raise TypeError(f"cannot serialize a {type(value).__name__} as JSON: {value!r:.100}")
-
-
-def encode_reply(message: dict[str, Any]) -> bytes:
-    """Encode a reply as compact UTF-8 JSON, the way the official server does (pydantic's
-    serializer: non-finite floats become ``null``). Several times faster than ``json.dumps``.
-    """
-    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
 
 
 def _factory_name(factory: Callable[..., Any]) -> str:
@@ -132,7 +117,7 @@ def serialize_observation(observation: Any) -> dict[str, Any]:
             f"got {type(observation).__name__}"
         )
     # warnings=False: environments may put numpy arrays into list fields (built without
-    # validation); they pass through unchanged and are serialized by ``encode_reply`` (as
+    # validation); they pass through unchanged and are serialized by ``encode_json`` (as
     # lists) or sent as raw bytes on a binary session.
     fields = observation.model_dump(exclude=_OBSERVATION_EXCLUDE, warnings=False)  # type: ignore[arg-type]
     reward = getattr(observation, "reward", None)
@@ -146,12 +131,16 @@ def _serialize_state(state: Any) -> dict[str, Any]:
     return state_reply_message(dict(state) if state else {})
 
 
-class _Session:
-    """One live session: its connection, its env and when it last heard from the client."""
+class EnvSession:
+    """One live session: its connection, its env and when it last heard from the client.
+
+    Attributes:
+        encoding: The encoding its connection agreed (it writes the replies).
+    """
 
     __slots__ = (
-        "binary",
         "connection",
+        "encoding",
         "env",
         "error_log",
         "filter_reset",
@@ -165,7 +154,7 @@ class _Session:
         self.filter_reset = _reset_kwargs_filter(env)
         self.last_activity = time.monotonic()
         self.idle_closing = False
-        self.binary = connection.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
+        self.encoding: Encoding = encoding_of(connection.subprotocol)
         self.error_log = ErrorLog()
 
 
@@ -196,7 +185,7 @@ class SessionManager:
         self.budget: SessionBudget = LocalSessionBudget(max_sessions)
         self.idle_timeout = idle_timeout
         self.max_message_size = max_message_size
-        self._sessions: set[_Session] = set()
+        self._sessions: set[EnvSession] = set()
         self._reaper: asyncio.Task[None] | None = None
         #: Open connections with a handler; with more than one, replies to single sessions
         #: are written at the end of the loop iteration (one wake-up of a client stepping
@@ -246,11 +235,9 @@ class SessionManager:
     # ----------------------------------------------------------------- connections
 
     def open_handler(self, connection: ServerConnection) -> MessageHandler | None:
-        """The handler of a new ``/ws`` connection: one session, or K sessions on a batch
-        connection (:mod:`openenv_gym.server.batch`); ``None`` when it was refused (the
-        reply is sent and the connection closes)."""
-        if connection.subprotocol == BATCH_SUBPROTOCOL:
-            return BatchHandler(self, connection)
+        """The handler of a new plain ``/ws`` connection (one session); ``None`` when it
+        was refused (the reply is sent and the connection closes). Batch connections are
+        opened by :class:`~openenv_gym.server.batch.BatchHandler`."""
         budget = self.budget
         if not budget.try_acquire():
             active = budget.active
@@ -271,7 +258,7 @@ class SessionManager:
             return None
         return _SessionHandler(self, opened[0])
 
-    def open_sessions(self, connection: ServerConnection, count: int) -> list[_Session] | None:
+    def open_sessions(self, connection: ServerConnection, count: int) -> list[EnvSession] | None:
         """``count`` sessions on ``connection`` (slots already taken), each with its own
         environment; ``None`` after a factory failure (answered with ``FACTORY_ERROR``)."""
         envs: list[Environment[Any, Any, Any]] = []
@@ -292,12 +279,12 @@ class SessionManager:
                 ),
             )
             return None
-        sessions = [_Session(connection, env) for env in envs]
+        sessions = [EnvSession(connection, env) for env in envs]
         self._sessions.update(sessions)
         self.connections += 1
         return sessions
 
-    def close_sessions(self, sessions: list[_Session]) -> None:
+    def close_sessions(self, sessions: list[EnvSession]) -> None:
         """Forget ``sessions`` (all of one connection) and close their environments."""
         if sessions and any(s in self._sessions for s in sessions):
             self.connections -= 1
@@ -308,22 +295,34 @@ class SessionManager:
 
     def send_and_close(self, connection: ServerConnection, message: dict[str, Any]) -> None:
         """Send ``message`` (JSON text), then close ``connection``."""
-        connection.send(encode_reply(message), text=True)
+        connection.send(encode_json(message), text=True)
         connection.close()
 
     # ----------------------------------------------------------------- messages
 
-    def dispatch(self, session: _Session, raw: bytes) -> tuple[bytes, bool] | None:
+    def check_size(self, raw: bytes) -> None:
+        """Refuse a frame over ``max_message_size``.
+
+        Raises:
+            ClientMessageError: ``VALIDATION_ERROR`` naming both sizes.
+        """
+        if len(raw) > self.max_message_size:
+            raise ClientMessageError(
+                ErrorCode.VALIDATION_ERROR,
+                f"Message too large: {len(raw)} bytes exceeds this server's limit of "
+                f"{self.max_message_size} bytes (max_message_size). Send smaller messages "
+                "or start the server with a larger --max-message-size.",
+                size=len(raw),
+                max_message_size=self.max_message_size,
+            )
+
+    def dispatch(self, session: EnvSession, raw: bytes) -> tuple[bytes, bool] | None:
         """The encoded reply to one frame and whether it is text; ``None`` for ``close``."""
         reply = self._reply(session, raw)
         if reply is None:
             return None
         try:
-            if session.binary and reply["type"] == MessageType.OBSERVATION:
-                frame = encode_observation_frame(reply)
-                if frame is not None:
-                    return frame, False
-            return encode_reply(reply), True
+            return session.encoding.encode_reply(reply)
         except Exception as exc:
             if reply["type"] == MessageType.ERROR:  # an echo of hostile input: make it printable
                 return encode_error_reply(reply), True
@@ -335,22 +334,14 @@ class SessionManager:
             )
             return encode_error_reply(execution_error_reply(exc)), True
 
-    def _reply(self, session: _Session, raw: bytes) -> dict[str, Any] | None:
+    def _reply(self, session: EnvSession, raw: bytes) -> dict[str, Any] | None:
         """The reply message to one frame; ``None`` for ``close``."""
-        if len(raw) > self.max_message_size:
-            return error_message(
-                ErrorCode.VALIDATION_ERROR,
-                f"Message too large: {len(raw)} bytes exceeds this server's limit of "
-                f"{self.max_message_size} bytes (max_message_size). Send smaller messages "
-                "or start the server with a larger --max-message-size.",
-                size=len(raw),
-                max_message_size=self.max_message_size,
-            )
         try:
+            self.check_size(raw)
             message = parse_client_message(raw)
         except ClientMessageError as exc:
             logger.debug("bad client frame: %s", exc.message)
-            return error_message(exc.code, exc.message)
+            return exc.reply()
         if message.type == MessageType.CLOSE:
             return None
         return self.answer(session, message.type, message.data)
@@ -370,7 +361,7 @@ class SessionManager:
         the server runs it in a worker thread on the first ``GET /capacity``."""
         return self.step_cost.calibrate(self.env_factory, self.step)
 
-    def answer(self, session: _Session, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, session: EnvSession, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The reply message to a ``reset``, ``step`` or ``state`` with ``data`` on ``session``
         (an ``error`` message when the data is invalid or the environment raises)."""
         env = session.env
@@ -398,7 +389,7 @@ class _SessionHandler:
 
     __slots__ = ("manager", "session")
 
-    def __init__(self, manager: SessionManager, session: _Session) -> None:
+    def __init__(self, manager: SessionManager, session: EnvSession) -> None:
         self.manager = manager
         self.session = session
 
@@ -425,4 +416,4 @@ def _close_env(env: Environment[Any, Any, Any]) -> None:
         logger.debug("traceback of the failure above", exc_info=True)
 
 
-__all__ = ["IDLE_CLOSE_REASON", "SessionManager", "encode_reply", "serialize_observation"]
+__all__ = ["IDLE_CLOSE_REASON", "EnvSession", "SessionManager", "serialize_observation"]

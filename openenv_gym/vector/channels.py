@@ -35,17 +35,17 @@ from openenv_gym.wire.batch import (
     parse_batch_result,
     parse_batch_states,
 )
-from openenv_gym.wire.binary import parse_frame
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
+    close_message,
     encode_message,
     state_message,
 )
 from openenv_gym.wire.shared_memory import SharedArrayReader
 
 #: The OpenEnv ``close`` message, said to the server before a connection closes.
-CLOSE_FRAME: Final = encode_message({"type": "close"})
+CLOSE_FRAME: Final = encode_message(close_message())
 #: The ``state`` request of a plain session.
 STATE_FRAME: Final = encode_message(state_message())
 #: The ``batch_state`` request of a batch connection (every session's state).
@@ -125,7 +125,7 @@ class PlainChannel(Channel):
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         with naming_sub_envs(self.indices, url):
-            reply = parse_frame(raw, url=url)
+            reply = self.session.encoding.parse_reply(raw, url=url)
         if not isinstance(reply, ObservationReply):
             raise ProtocolError(
                 f"expected an 'observation' reply from sub-env {self.indices[0]} at {url}, "
@@ -138,7 +138,7 @@ class PlainChannel(Channel):
         return STATE_FRAME
 
     def parse_states(self, raw: str | bytes, url: str) -> list[dict[str, Any]]:
-        reply = parse_frame(raw, url=url)
+        reply = self.session.encoding.parse_reply(raw, url=url)
         return [reply.state if isinstance(reply, StateReply) else dict(reply.observation)]
 
 

@@ -53,7 +53,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENCODING, ENCODINGS
+from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
@@ -76,6 +76,7 @@ from openenv_gym.vector.options import (
 )
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
+from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.

@@ -22,12 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from openenv_gym.busy_poll import BusyPoller
-from openenv_gym.client.blocking import (
-    BlockingConnection,
-    binary_refused,
-    offered_subprotocols,
-    ws_url_or_raise,
-)
+from openenv_gym.client.blocking import BlockingConnection, ws_url_or_raise
 from openenv_gym.client.exchange import exchange_many
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
@@ -44,7 +39,7 @@ from openenv_gym.vector.channels import (
     PlainChannel,
 )
 from openenv_gym.wire.batch import batch_open_message, check_batch_opened
-from openenv_gym.wire.binary import parse_frame
+from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import encode_message
 from openenv_gym.wire.shared_memory import ProbeFile
 
@@ -68,8 +63,8 @@ class Opener:
         options: How each connection is opened (timeouts, message size, headers, token,
             busy-polling).
         encoding: The ``encoding=`` of the vector env (``"json"``: no binary frames, no
-            batching).
-        batch: Offer ``openenv-gym.batch.v1``.
+            batching; :mod:`openenv_gym.wire.encoding` says what each value offers).
+        batch: Offer ``openenv-gym.batch.v1`` (when the encoding offers it).
         truncated_key: The ``x-truncated-key`` field (SAME_STEP autoreset on the server).
         borrow_shared: Read shared-memory arrays as views (see
             :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`): the caller copies
@@ -125,7 +120,7 @@ class Opener:
                 failure = failure or raw
                 continue
             try:
-                parse_frame(raw, url=connection.url)
+                connection.encoding.parse_reply(raw, url=connection.url)
             except CapacityReachedError:
                 refused += 1
             except (ServerReplyError, ProtocolError):
@@ -145,20 +140,15 @@ class Opener:
         """
         options = self.options
         ws_url = ws_url_or_raise(url)
-        # Batching rides on the binary encoding: JSON sessions are never batched.
-        offered = offered_subprotocols(self.encoding, batch=batch and self.encoding != "json")
+        choice = resolve_encoding(self.encoding)
+        offered = choice.subprotocols(batch=batch)
 
         def open_one(slot: int) -> BlockingConnection:
             return BlockingConnection.open(
                 ws_url,
-                connect_timeout=options.connect_timeout,
-                reply_timeout=options.reply_timeout,
-                max_message_size=options.max_message_size,
-                headers=dict(options.headers),
+                options,
                 subprotocols=offered,
-                token=options.token,
                 unix_path=sockets[slot % len(sockets)] if sockets else None,
-                busy_poll=options.busy_poll,
                 poller=self.poller,
             )
 
@@ -175,11 +165,12 @@ class Opener:
                 if failure is not None:
                     close_all(connections)
                     raise failure
-        if self.encoding == "binary":
-            for connection in connections:
-                if not connection.binary:
-                    close_all(connections)
-                    raise binary_refused(url)
+        for connection in connections:
+            try:
+                choice.check_agreed(connection.encoding, url)
+            except BaseException:
+                close_all(connections)
+                raise
         return connections
 
     def _spread_over_workers(

@@ -14,11 +14,9 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import pydantic_core
-
 from openenv_gym.errors import ProtocolError, ServerReplyError
 from openenv_gym.wire.batch import batch_step_message
-from openenv_gym.wire.messages import encode_message
+from openenv_gym.wire.messages import encode_json, encode_message
 
 #: What a sub-env does in a round trip: ``("step", action fields)`` or ``("reset", keys)``.
 Op = tuple[str, dict[str, Any]]
@@ -27,20 +25,6 @@ Op = tuple[str, dict[str, Any]]
 def frame_of_plain(op: Op) -> str:
     """The plain OpenEnv message of one op (a connection of one session)."""
     return encode_message({"type": op[0], "data": op[1]})
-
-
-def _json_fallback(value: Any) -> Any:
-    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
-    if callable(tolist):
-        return tolist()
-    raise TypeError(f"cannot send a {type(value).__name__} as JSON: {value!r:.100}")
-
-
-def encode_json(message: Mapping[str, Any]) -> bytes:
-    """``message`` as compact UTF-8 JSON, non-finite floats as ``null`` (as
-    :func:`~openenv_gym.wire.messages.encode_message` does; in Rust, a batch frame is
-    the largest client message)."""
-    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
 
 
 def batch_step_frame(
@@ -96,4 +80,4 @@ def naming_sub_envs(indices: Sequence[int], url: str) -> Iterator[None]:
         raise
 
 
-__all__ = ["Op", "batch_step_frame", "encode_json", "frame_of_plain", "naming_sub_envs"]
+__all__ = ["Op", "batch_step_frame", "frame_of_plain", "naming_sub_envs"]

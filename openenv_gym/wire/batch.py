@@ -41,6 +41,7 @@ carried out.
 
 Example:
     >>> import numpy as np
+    >>> from openenv_gym.wire.messages import observation_message
     >>> replies = [observation_message({"x": np.zeros(2, np.float32)}, 1.0, False)] * 3
     >>> result = parse_batch_result(encode_batch_result([0, 1, 2], replies, {}))
     >>> result.fields["x"].shape, result.reward, result.done
@@ -54,17 +55,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
-import pydantic_core
 
 from openenv_gym.errors import ProtocolError
-from openenv_gym.wire.binary import decode_frame, encode_frame, is_binary_frame
+from openenv_gym.wire.binary import encode_frame, load_frame
 from openenv_gym.wire.messages import (
+    ClientMessage,
     ClientMessageError,
     ErrorCode,
     MessageType,
     ObservationReply,
     error_from_data,
-    observation_message,
+    parse_client_message,
     parse_server_object,
 )
 from openenv_gym.wire.shared_memory import (
@@ -88,12 +89,14 @@ _FLOAT_ONLY: Final = frozenset({float, type(None)})
 
 __all__ = [
     "BATCH_SUBPROTOCOL",
+    "BATCH_TYPES",
     "BatchResult",
     "batch_open_message",
     "batch_state_message",
     "batch_step_message",
     "check_batch_opened",
     "encode_batch_result",
+    "parse_batch_message",
     "parse_batch_open",
     "parse_batch_result",
     "parse_batch_states",
@@ -185,15 +188,6 @@ def _bad(why: str, raw: Any) -> ProtocolError:
     return ProtocolError(f"expected a {BATCH_RESULT} reply, but {why}", received=repr(raw)[:300])
 
 
-def _decode_any(raw: str | bytes, shared: SharedArrayReader | None = None) -> Any:
-    if isinstance(raw, bytes) and is_binary_frame(raw):
-        return decode_frame(raw, shared)
-    try:
-        return pydantic_core.from_json(raw)
-    except ValueError as exc:
-        raise ProtocolError(f"expected a JSON server message, got invalid JSON ({exc})") from exc
-
-
 def parse_batch_result(
     raw: str | bytes, *, url: str | None = None, shared: SharedArrayReader | None = None
 ) -> BatchResult:
@@ -204,7 +198,7 @@ def parse_batch_result(
             session whose op failed).
         ProtocolError: The frame is not a valid ``batch_result``.
     """
-    message = _decode_any(raw, shared)
+    message = load_frame(raw, shared)
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:
@@ -248,7 +242,7 @@ def _reply_data(raw: str | bytes, kind: str, *, url: str | None) -> dict[str, An
     Raises:
         ServerReplyError: The server answered with an ``error``.
     """
-    message = _decode_any(raw)
+    message = load_frame(raw)
     if not isinstance(message, dict):
         return None
     data = message.get("data")
@@ -291,6 +285,23 @@ def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict
 
 
 # --------------------------------------------------------------------------- server side
+
+#: The message types of a batch connection.
+BATCH_TYPES: Final = frozenset({BATCH_OPEN, BATCH_STEP, BATCH_STATE, MessageType.CLOSE.value})
+_EXPECTED: Final = (
+    f" (on a batch connection: {BATCH_OPEN!r} first, then {BATCH_STEP!r}, {BATCH_STATE!r} or "
+    "'close')"
+)
+
+
+def parse_batch_message(raw: str | bytes) -> ClientMessage:
+    """Parse one client frame of a batch connection (the plain parser, batch types).
+
+    Raises:
+        ClientMessageError: With the official code to answer with (``INVALID_JSON``,
+            ``UNKNOWN_TYPE`` or ``VALIDATION_ERROR``).
+    """
+    return parse_client_message(raw, BATCH_TYPES, expected=_EXPECTED)
 
 
 def parse_batch_open(data: Mapping[str, Any], max_sessions: int) -> tuple[int, str | None]:
@@ -406,8 +417,3 @@ def encode_batch_result(
         },
     }
     return encode_frame(message, arrays, in_shared)
-
-
-def final_reply(observation: Mapping[str, Any], reward: Any, done: bool) -> dict[str, Any]:
-    """An ``observation`` reply (for ``final``) from its parts."""
-    return observation_message(dict(observation), reward, done)

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
-    parse_server_message,
+    encode_json,
+    load_server_json,
     parse_server_object,
 )
 
@@ -74,13 +75,6 @@ _ARRAY_KINDS: Final = frozenset("biuf")
 
 def _padding(size: int) -> int:
     return -size % _ALIGN
-
-
-def _json_fallback(value: Any) -> Any:
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return tolist()
-    raise TypeError(f"cannot serialize a {type(value).__name__} as JSON: {value!r:.100}")
 
 
 def is_binary_frame(frame: str | bytes) -> bool:
@@ -124,9 +118,7 @@ def encode_frame(
         if pad:
             buffers.append(b"\0" * pad)
         offset += array.nbytes + pad
-    header = pydantic_core.to_json(
-        {"message": message, "arrays": descriptors}, inf_nan_mode="null", fallback=_json_fallback
-    )
+    header = encode_json({"message": message, "arrays": descriptors})
     head = MAGIC + _HEADER_LENGTH.pack(len(header)) + header
     return b"".join([head, b"\0" * _padding(len(head)), *buffers])
 
@@ -250,6 +242,19 @@ def _put_shared(
         raise _bad(frame, f"a shared array descriptor is not valid ({exc})") from exc
 
 
+def load_frame(raw: str | bytes, shared: SharedArrayReader | None = None) -> Any:
+    """The message of one server frame: a binary frame's (arrays put back, those in shared
+    memory read through ``shared``), else the JSON text's. The one place that tells the two
+    frame kinds apart.
+
+    Raises:
+        ProtocolError: The frame is neither a valid binary frame nor JSON.
+    """
+    if isinstance(raw, bytes) and is_binary_frame(raw):
+        return decode_frame(raw, shared)
+    return load_server_json(raw)
+
+
 def parse_frame(raw: str | bytes, *, url: str | None = None) -> ObservationReply | StateReply:
     """Parse one server frame: JSON text, or a binary observation frame of our servers.
 
@@ -257,9 +262,10 @@ def parse_frame(raw: str | bytes, *, url: str | None = None) -> ObservationReply
         ServerReplyError: The server sent an ``error`` message.
         ProtocolError: The frame is not a valid OpenEnv server message.
     """
-    if isinstance(raw, bytes) and is_binary_frame(raw):
-        return parse_server_object(decode_frame(raw), f"<binary frame, {len(raw)} bytes>", url=url)
-    return parse_server_message(raw, url=url)
+    message = load_frame(raw)
+    binary = isinstance(raw, bytes) and is_binary_frame(raw)
+    quoted = f"<binary frame, {len(raw)} bytes>" if binary else raw
+    return parse_server_object(message, quoted, url=url)
 
 
 __all__ = [
@@ -269,5 +275,6 @@ __all__ = [
     "encode_frame",
     "encode_observation_frame",
     "is_binary_frame",
+    "load_frame",
     "parse_frame",
 ]

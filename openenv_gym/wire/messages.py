@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -39,6 +38,16 @@ METADATA_PATH: Final = "/metadata"
 STATE_PATH: Final = "/state"
 #: Our extension (official servers answer 404): {"max_sessions": M, "active_sessions": A}.
 CAPACITY_PATH: Final = "/capacity"
+#: Our extension: the handshake response header naming the server process that took the
+#: connection (a batching client spreads its connections over a server's processes by it).
+WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"
+#: The default ``max_message_size`` of our server: the largest client frame it serves.
+#: Client frames are actions and reset options: 1 MiB is plenty, and it bounds what one
+#: connection can make the server hold.
+SERVER_INBOUND_LIMIT: Final = 1024 * 1024
+#: The default ``max_message_size`` of our client: the largest server frame it reads.
+#: Server frames carry observations (a batch of K Atari screens is several MiB).
+CLIENT_INBOUND_LIMIT: Final = 64 * 1024 * 1024
 
 
 class ErrorCode(StrEnum):
@@ -70,25 +79,33 @@ _OBSERVATION: Final = MessageType.OBSERVATION.value
 # --------------------------------------------------------------------------- encoding
 
 
-def encode_message(message: dict[str, Any]) -> str:
-    """Serialize a message as compact JSON, the way the official package does.
+def _json_fallback(value: Any) -> Any:
+    """What pydantic cannot serialize itself: numpy arrays and scalars (``tolist``)."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    raise TypeError(
+        f"cannot serialize a {type(value).__name__} as JSON: {value!r:.100}; send numbers, "
+        "strings, lists, dicts or numpy arrays"
+    )
 
-    Non-finite floats become ``null`` (JSON has no NaN/Infinity), as pydantic does.
+
+def encode_json(message: Any) -> bytes:
+    """``message`` as compact UTF-8 JSON: the one JSON encoder of both sides.
+
+    pydantic's serializer (several times faster than ``json.dumps``), the way the official
+    package writes its messages: non-finite floats become ``null``; numpy arrays and
+    scalars become lists and numbers.
+
+    Raises:
+        TypeError: A value is not JSON-serializable (e.g. an arbitrary object).
     """
-    try:
-        return json.dumps(message, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        return json.dumps(_replace_non_finite(message), separators=(",", ":"))
+    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
 
 
-def _replace_non_finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _replace_non_finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replace_non_finite(v) for v in value]
-    return value
+def encode_message(message: dict[str, Any]) -> str:
+    """Serialize a message as compact JSON text (:func:`encode_json`, decoded)."""
+    return encode_json(message).decode()
 
 
 def printable(text: str, limit: int = 300) -> str:
@@ -171,6 +188,15 @@ def parse_server_message(
             for ``CAPACITY_REACHED``).
         ProtocolError: The frame is not a valid OpenEnv server message.
     """
+    return parse_server_object(load_server_json(raw), raw, url=url)
+
+
+def load_server_json(raw: str | bytes) -> Any:
+    """The decoded JSON of one server text frame.
+
+    Raises:
+        ProtocolError: It is not UTF-8, or not valid JSON.
+    """
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -181,13 +207,12 @@ def parse_server_message(
             ) from exc
     try:
         # pydantic's parser: 2-3x faster than json.loads on a list-ified Atari screen.
-        message = pydantic_core.from_json(raw)
+        return pydantic_core.from_json(raw)
     except ValueError as exc:
         raise ProtocolError(
             f"expected a JSON server message, got invalid JSON ({exc}): {_shorten(raw)}",
             received=_shorten(raw),
         ) from exc
-    return parse_server_object(message, raw, url=url)
 
 
 def parse_server_object(
@@ -296,21 +321,35 @@ class ClientMessage:
 
 
 class ClientMessageError(Exception):
-    """A client frame the server must answer with an error reply (not raised to users)."""
+    """A client frame the server must answer with an error reply (not raised to users).
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.
+    """
+
+    def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.extra = extra
+
+    def reply(self) -> dict[str, Any]:
+        """The ``error`` message that answers the frame."""
+        return error_message(self.code, self.message, **self.extra)
 
 
-_CLIENT_TYPES: Final = frozenset(
+#: The message types of a plain OpenEnv session.
+CLIENT_TYPES: Final = frozenset(
     {MessageType.RESET, MessageType.STEP, MessageType.STATE, MessageType.CLOSE}
 )
 
 
-def parse_client_message(raw: str | bytes) -> ClientMessage:
-    """Parse one client frame on the server.
+def parse_client_message(
+    raw: str | bytes, kinds: frozenset[str] = CLIENT_TYPES, *, expected: str = ""
+) -> ClientMessage:
+    """Parse one client frame on the server: the one parser of every client message.
+
+    ``kinds`` are the types this connection serves (a batch connection serves others, see
+    :mod:`openenv_gym.wire.batch`); ``expected`` is added to an ``UNKNOWN_TYPE`` message.
 
     Raises:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
@@ -339,10 +378,10 @@ def parse_client_message(raw: str | bytes) -> ClientMessage:
             f"Invalid message: expected a JSON object, got {type(message).__name__}",
         )
     kind = message.get("type", "")
-    if type(kind) is not str or kind not in _CLIENT_TYPES:
+    if type(kind) is not str or kind not in kinds:
         shown = kind if type(kind) is str else type(kind).__name__
         raise ClientMessageError(
-            ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}"
+            ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}{expected}"
         )
     extra = set(message) - {"type", "data"}
     if extra:

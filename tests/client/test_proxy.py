@@ -20,11 +20,13 @@ import pytest
 
 from openenv_gym import OpenEnvEnv, OpenEnvVectorEnv
 from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import ServerConnectionError
 
 pytestmark = pytest.mark.timeout(60)
 
 FAKE_HOST = "openenv-gym-test.invalid"
+PROXY_TEST_OPTIONS = ConnectOptions(connect_timeout=5, reply_timeout=5, max_message_size=2**20)
 
 
 class TinyProxy:
@@ -115,9 +117,7 @@ def test_a_refusing_proxy_is_a_clear_connection_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{refusing.port}")
     try:
         with pytest.raises(ServerConnectionError, match=r"refused a tunnel .*403 Forbidden"):
-            BlockingConnection.open(
-                f"ws://{FAKE_HOST}:9/ws", connect_timeout=5, reply_timeout=5, max_message_size=2**20
-            )
+            BlockingConnection.open(f"ws://{FAKE_HOST}:9/ws", PROXY_TEST_OPTIONS)
     finally:
         refusing.close()
 
@@ -127,9 +127,7 @@ def test_a_socks_proxy_is_refused_with_what_to_do(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.setenv("https_proxy", "socks5h://127.0.0.1:9")
     with pytest.raises(ServerConnectionError, match=r"http:// proxies .* NO_PROXY"):
-        BlockingConnection.open(
-            f"ws://{FAKE_HOST}:9/ws", connect_timeout=5, reply_timeout=5, max_message_size=2**20
-        )
+        BlockingConnection.open(f"ws://{FAKE_HOST}:9/ws", PROXY_TEST_OPTIONS)
 
 
 def test_loopback_urls_never_use_the_proxy(proxy: TinyProxy, cartpole_url: str) -> None:

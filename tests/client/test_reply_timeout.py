@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from openenv_gym.client import Session, run_sync
+from openenv_gym.client import AsyncSession, ConnectOptions, run_sync
 from openenv_gym.errors import ReplyTimeoutError
 from tests.conftest import RawWebSocketServer
 
@@ -34,7 +34,9 @@ def test_reply_timeout_aborts_without_a_close_handshake() -> None:
             done.set()
 
     with RawWebSocketServer(never_answer) as server:
-        session = run_sync(Session.open(server.url, reply_timeout=0.5, encoding="json"))
+        session = run_sync(
+            AsyncSession.open(server.url, ConnectOptions(reply_timeout=0.5, encoding="json"))
+        )
         with pytest.raises(ReplyTimeoutError):
             run_sync(session.request({"type": "state"}))
         assert session.closed

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from websockets.asyncio.server import ServerConnection
 
-from openenv_gym.client import SyncSession, fetch_schema, get_json, is_healthy
+from openenv_gym.client import ConnectOptions, SyncSession, fetch_schema, get_json, is_healthy
 from openenv_gym.errors import (
     ConnectionLostError,
     NotAnOpenEnvServerError,
@@ -71,7 +71,7 @@ def test_a_session_resets_steps_and_reports_state(cartpole_url: str) -> None:
 def test_connection_refused_names_the_url_and_what_to_try() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ServerConnectionError) as info:
-        SyncSession.connect(url, connect_timeout=3)
+        SyncSession.connect(url, ConnectOptions(connect_timeout=3))
     assert info.value.url.startswith("ws://127.0.0.1:")
     assert "openenv-gym serve" in str(info.value)
 
@@ -83,7 +83,7 @@ def test_url_with_a_bad_scheme_is_a_connection_error() -> None:
 
 def test_plain_http_server_is_not_an_openenv_server(http_404_url: str) -> None:
     with pytest.raises(NotAnOpenEnvServerError, match="HTTP 404"):
-        SyncSession.connect(http_404_url, connect_timeout=3)
+        SyncSession.connect(http_404_url, ConnectOptions(connect_timeout=3))
     with pytest.raises(NotAnOpenEnvServerError, match="HTTP 404"):
         fetch_schema(http_404_url)
     assert not is_healthy(http_404_url)
@@ -102,7 +102,7 @@ def test_reply_timeout_closes_the_session() -> None:
             await asyncio.sleep(0)  # read everything, answer nothing
 
     with RawWebSocketServer(silent) as server:
-        session = SyncSession.connect(server.url, reply_timeout=0.3)
+        session = SyncSession.connect(server.url, ConnectOptions(reply_timeout=0.3))
         with pytest.raises(ReplyTimeoutError) as info:
             session.request(reset_message())
         assert info.value.timeout == 0.3

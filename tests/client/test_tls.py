@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from openenv_gym import OpenEnvEnv
-from openenv_gym.client import SyncSession
+from openenv_gym.client import ConnectOptions, SyncSession
 from openenv_gym.errors import ServerConnectionError
 from tests.client.test_keepalive import CountAction, CountEnvironment, CountObservation
 from tests.official_peer import serve_official_app
@@ -100,4 +100,6 @@ def test_an_untrusted_certificate_is_a_clear_connection_error(
 
 def test_wss_to_a_plain_server_is_a_clear_connection_error(cartpole_url: str) -> None:
     with pytest.raises(ServerConnectionError, match=r"TLS handshake .* failed"):
-        SyncSession.connect(cartpole_url.replace("http://", "https://"), connect_timeout=5)
+        SyncSession.connect(
+            cartpole_url.replace("http://", "https://"), ConnectOptions(connect_timeout=5)
+        )

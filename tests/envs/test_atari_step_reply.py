@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from openenv_gym.errors import ActionOutOfSpaceError
-from openenv_gym.server.session import encode_reply, serialize_observation
+from openenv_gym.server.session import serialize_observation
+from openenv_gym.wire.messages import encode_json
 
 pytest.importorskip("ale_py")
 
@@ -26,7 +27,7 @@ def test_fast_path_equals_validated_path() -> None:
             reply = fast.step_reply({"action_id": action})
             assert reply is not None
             expected = serialize_observation(slow.step(slow.action_model(action_id=action)))
-            assert encode_reply(reply) == encode_reply(expected)
+            assert encode_json(reply) == encode_json(expected)
         assert fast.state.step_count == slow.state.step_count == 40
     finally:
         fast.close()

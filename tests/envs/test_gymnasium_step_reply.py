@@ -7,7 +7,8 @@ import pytest
 
 from openenv_gym.envs.gymnasium import GymnasiumEnvironment
 from openenv_gym.errors import ActionOutOfSpaceError
-from openenv_gym.server.session import encode_reply, serialize_observation
+from openenv_gym.server.session import serialize_observation
+from openenv_gym.wire.messages import encode_json
 
 
 def test_fast_path_equals_validated_path() -> None:
@@ -21,7 +22,7 @@ def test_fast_path_equals_validated_path() -> None:
             reply = fast.step_reply({"action": action})
             assert reply is not None
             expected = serialize_observation(slow.step(slow.action_model(action=action)))
-            assert encode_reply(reply) == encode_reply(expected)
+            assert encode_json(reply) == encode_json(expected)
             if reply["data"]["done"]:
                 fast.reset(seed=5)
                 slow.reset(seed=5)

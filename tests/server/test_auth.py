@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 
 from openenv_gym import OpenEnvEnv
 from openenv_gym.cli.ready import READY_PREFIX
-from openenv_gym.client import SyncSession, get_json
+from openenv_gym.client import ConnectOptions, SyncSession, get_json
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import AuthenticationError, ServerConnectionError
 from openenv_gym.server import OpenEnvServer, ServerThread
@@ -116,7 +116,7 @@ def test_websocket_session_refused_is_an_authentication_error(
         )
     assert caught.value.url.endswith("/ws")
     with pytest.raises(AuthenticationError):
-        SyncSession.connect(url, token=token)
+        SyncSession.connect(url, ConnectOptions(token=token))
     with pytest.raises(AuthenticationError):
         get_json(url, "/schema", token=token)
 

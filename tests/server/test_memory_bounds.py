@@ -18,7 +18,8 @@ from websockets.sync.client import connect
 
 from benchmarks.memory_bounds import client_frame, open_raw, rss_mib, send_for
 from openenv_gym.cli.ready import READY_PREFIX
-from openenv_gym.server.app import DEFAULT_MAX_MESSAGE_SIZE, HARD_CAP_FACTOR
+from openenv_gym.server.app import HARD_CAP_FACTOR
+from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 MIB = 1024 * 1024
@@ -69,7 +70,7 @@ def test_big_frames_from_connections_that_never_read_cost_a_bounded_amount(
     before = rss_mib(pid)
     connections = [open_raw(port) for _ in range(4)]
     try:
-        payload = b'"' + b"x" * (HARD_CAP_FACTOR * DEFAULT_MAX_MESSAGE_SIZE - 1024) + b'"'
+        payload = b'"' + b"x" * (HARD_CAP_FACTOR * SERVER_INBOUND_LIMIT - 1024) + b'"'
         frame = client_frame(0x1, payload)
         for sock in connections:
             send_for(sock, frame * 8, 3.0)

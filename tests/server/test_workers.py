@@ -138,7 +138,7 @@ def test_resolve_workers() -> None:
 
 
 def test_unix_sockets_one_per_worker(tmp_path: Any) -> None:
-    from openenv_gym.client import Session, run_sync
+    from openenv_gym.client import AsyncSession, run_sync
 
     base = str(tmp_path / "s")
     args = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "2", "--unix-socket", base]
@@ -147,7 +147,8 @@ def test_unix_sockets_one_per_worker(tmp_path: Any) -> None:
         assert server.unix_sockets == [f"{base}.0", f"{base}.1"]
         assert server.base_url is not None
         sessions = [
-            run_sync(Session.open(server.base_url, unix_path=path)) for path in server.unix_sockets
+            run_sync(AsyncSession.open(server.base_url, unix_path=path))
+            for path in server.unix_sockets
         ]
         try:
             for session in sessions:

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from openenv_gym.client import Session, run_sync
+from openenv_gym.client import AsyncSession, run_sync
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.server import ServerThread
 from tests.conftest import process_running, wait_for
@@ -56,7 +56,7 @@ def test_a_forgotten_session_is_dropped_at_once() -> None:
     """No loop runs for a forgotten session (interpreter exit, Ctrl-C): its socket is shut
     down by its finalizer, so the server sees it end instead of waiting for it."""
     with ServerThread(gymnasium_server("CartPole-v1")) as running:
-        session = run_sync(Session.open(running.url))
+        session = run_sync(AsyncSession.open(running.url))
         run_sync(session.request({"type": "reset", "data": {"seed": 0}}))
         assert running.server.active_sessions == 1
         del session

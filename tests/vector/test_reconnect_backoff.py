@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from openenv_gym import OpenEnvVectorEnv
-from openenv_gym.client import Session, run_sync
+from openenv_gym.client import AsyncSession, run_sync
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError, SubEnvError
 from openenv_gym.server import ServerThread
@@ -112,7 +112,7 @@ def test_a_connection_reset_mid_handshake_is_not_called_a_wrong_server() -> None
     thread.start()
     try:
         with pytest.raises(ServerConnectionError, match="during the WebSocket handshake") as caught:
-            run_sync(Session.open(f"http://127.0.0.1:{listener.getsockname()[1]}"))
+            run_sync(AsyncSession.open(f"http://127.0.0.1:{listener.getsockname()[1]}"))
         assert not isinstance(caught.value, NotAnOpenEnvServerError)
     finally:
         listener.close()

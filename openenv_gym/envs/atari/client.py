@@ -31,7 +31,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.client import DEFAULT_ENCODING
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.atari.environment import check_atari_options
 from openenv_gym.envs.atari.models import (
@@ -47,6 +46,7 @@ from openenv_gym.extras import optional_imports
 from openenv_gym.providers import server_provider
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
+from openenv_gym.wire.encoding import DEFAULT_ENCODING
 
 ACTION_FIELD: Final = "action_id"
 

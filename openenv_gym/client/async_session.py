@@ -1,25 +1,26 @@
 """WebSocket sessions on an asyncio event loop (:mod:`.loop`), for the rare paths that need one.
 
-Envs talk over blocking connections (:mod:`.blocking`); a :class:`Session` serves a single
-env whose server is reached through an HTTP proxy (``websockets``' asyncio client speaks
-HTTP and SOCKS proxies), and code that already runs an event loop.
+Envs talk over blocking connections (:mod:`.blocking`); an :class:`AsyncSession` serves a
+single env whose server is reached through a SOCKS proxy (``websockets``' asyncio client
+speaks HTTP and SOCKS proxies), and code that already runs an event loop.
 
 Every network call has a timeout: opening a connection (``connect_timeout``) and waiting
-for each reply (``reply_timeout``). A reply that does not come in time closes the session:
-a late reply would otherwise be paired with the next request.
+for each reply (``reply_timeout``), both from the :class:`~.options.ConnectOptions`. A
+reply that does not come in time closes the session: a late reply would otherwise be
+paired with the next request.
 
-Observation encoding (``encoding=``): ``"auto"`` (the default) offers the WebSocket
-subprotocol ``openenv-gym.binary.v1`` and uses it when the server accepts it (our servers
-do; official ones ignore the offer and speak plain JSON); ``"json"`` offers nothing;
-``"binary"`` requires it and raises :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
-when the server does not accept it. See :mod:`openenv_gym.wire.binary`.
+Observation encoding (``encoding=``, resolved by :mod:`openenv_gym.wire.encoding`): ``"auto"``
+(the default) offers the WebSocket subprotocol ``openenv-gym.binary.v1`` and uses it when
+the server accepts it (our servers do; official ones ignore the offer and speak plain
+JSON); ``"json"`` offers nothing; ``"binary"`` requires it and raises
+:class:`~openenv_gym.errors.BinaryEncodingRefusedError` when the server does not accept it.
 
 Per-message compression (permessage-deflate) is turned off: on a 100 KB observation frame
 it costs 4-5x the time of sending it uncompressed over loopback.
 
 Example:
     >>> loop = CallerLoop()                                                # doctest: +SKIP
-    >>> session = loop.run(Session.open("http://127.0.0.1:8000"))       # doctest: +SKIP
+    >>> session = loop.run(AsyncSession.open("http://127.0.0.1:8000"))  # doctest: +SKIP
     >>> reply = loop.run(session.request(reset_message(seed=0)))        # doctest: +SKIP
 """
 
@@ -29,8 +30,8 @@ import asyncio
 import contextlib
 import socket
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import (
@@ -41,57 +42,26 @@ from websockets.exceptions import (
 )
 from websockets.typing import Subprotocol
 
-from openenv_gym.client.blocking import (
-    WORKER_HEADER,
-    binary_refused,
-    offered_subprotocols,
-    ws_url_or_raise,
-)
-from openenv_gym.client.http import (
-    DEFAULT_CONNECT_TIMEOUT,
-    auth_error,
-    auth_headers,
-    is_loopback_url,
-    resolve_token,
-)
+from openenv_gym.client.blocking import ws_url_or_raise
+from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
-    UnknownEncodingError,
 )
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, decode_frame, is_binary_frame
+from openenv_gym.wire.encoding import Encoding, encoding_of
 from openenv_gym.wire.messages import (
+    WORKER_HEADER,
     ObservationReply,
     StateReply,
     close_message,
     encode_message,
-    parse_server_message,
-    parse_server_object,
 )
 
-DEFAULT_REPLY_TIMEOUT: Final = 60.0
-DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 2**20
-#: The values of ``encoding=``.
-ENCODINGS: Final = ("auto", "json", "binary")
-DEFAULT_ENCODING: Final = "auto"
-
-
-def check_encoding(encoding: str) -> str:
-    """Return ``encoding`` if it is one of :data:`ENCODINGS`.
-
-    Raises:
-        UnknownEncodingError: It is not.
-    """
-    if encoding not in ENCODINGS:
-        raise UnknownEncodingError(
-            f"expected encoding='auto', 'json' or 'binary', got {encoding!r}. 'auto' uses "
-            "raw-byte observations when the server supports them and JSON otherwise."
-        )
-    return encoding
+_DEFAULT_OPTIONS = ConnectOptions()
 
 
 def _drop_socket(transport: asyncio.BaseTransport | None) -> None:
@@ -103,7 +73,7 @@ def _drop_socket(transport: asyncio.BaseTransport | None) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class Session:
+class AsyncSession:
     """One OpenEnv WebSocket session (one env instance on the server), used on the loop.
 
     Create it with :meth:`open`. Requests are strictly one at a time: send, then await
@@ -124,10 +94,8 @@ class Session:
         self.unix_path = unix_path
         self.reply_timeout = reply_timeout
         self.closed = False
-        #: Whether observation replies may come as binary frames (the subprotocol was agreed).
-        self.binary = connection.subprotocol in (BINARY_SUBPROTOCOL, BATCH_SUBPROTOCOL)
-        #: Whether this connection carries K sessions (``openenv-gym.batch.v1`` was agreed).
-        self.batch = connection.subprotocol == BATCH_SUBPROTOCOL
+        #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
+        self.encoding: Encoding = encoding_of(connection.subprotocol)
         # A session nobody closed (interpreter exit, Ctrl-C, a forgotten env) is dropped at
         # once: its loop may never run again, and a server told to stop would otherwise
         # wait for a closing handshake it cannot get.
@@ -141,6 +109,16 @@ class Session:
         return response.headers.get(WORKER_HEADER) if response is not None else None
 
     @property
+    def binary(self) -> bool:
+        """Whether observation replies may come as binary frames."""
+        return self.encoding.binary_frames
+
+    @property
+    def batch(self) -> bool:
+        """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""
+        return self.encoding.multiplexed
+
+    @property
     def subprotocol(self) -> str | None:
         """The WebSocket subprotocol the server agreed to, if any."""
         return self._connection.subprotocol
@@ -149,25 +127,21 @@ class Session:
     async def open(
         cls,
         base_url: str,
+        options: ConnectOptions = _DEFAULT_OPTIONS,
         *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        reply_timeout: float = DEFAULT_REPLY_TIMEOUT,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        headers: Mapping[str, str] | None = None,
-        subprotocols: Sequence[str] | None = None,
-        encoding: str = DEFAULT_ENCODING,
-        token: str | None = None,
+        subprotocols: Sequence[str] = (),
         unix_path: str | None = None,
         batch: bool = False,
-    ) -> Session:
-        """Open a session at ``{base_url}/ws``.
+    ) -> AsyncSession:
+        """Open a session at ``{base_url}/ws``, as ``options`` say.
 
-        ``token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
+        ``options.token`` (default: ``$OPENENV_TOKEN``) is sent as ``Authorization: Bearer``.
         With ``unix_path`` the connection goes to that Unix socket of the same server
         (``openenv-gym serve --unix-socket``); ``base_url`` still names the session.
 
         Args:
-            encoding: ``"auto"``, ``"json"`` or ``"binary"`` (see the module docstring).
+            subprotocols: Offered after those of ``options.encoding`` (see the module
+                docstring).
             batch: Also offer ``openenv-gym.batch.v1`` (several sessions on this connection,
                 see :mod:`openenv_gym.wire.batch`); :attr:`batch` says whether it was agreed.
 
@@ -176,28 +150,28 @@ class Session:
             ServerConnectionError: Nothing accepts connections there, or not in time.
             NotAnOpenEnvServerError: Something answered, but refused the WebSocket at ``/ws``.
             BinaryEncodingRefusedError: ``encoding="binary"`` and the server refused it.
-            UnknownEncodingError: ``encoding`` is not a known value.
         """
-        check_encoding(encoding)
+        choice = options.encoding_choice
+        connect_timeout = options.connect_timeout
         url = ws_url_or_raise(base_url)
-        offered = offered_subprotocols(encoding, subprotocols or (), batch=batch)
-        token = resolve_token(token)
-        options: dict[str, Any] = {
+        offered = choice.subprotocols(batch=batch, extra=subprotocols)
+        token = resolve_token(options.token)
+        keywords: dict[str, Any] = {
             "compression": None,
             "open_timeout": connect_timeout,
-            "max_size": max_message_size,
-            "additional_headers": {**auth_headers(token), **dict(headers or {})},
+            "max_size": options.max_message_size,
+            "additional_headers": {**auth_headers(token), **options.headers},
             "subprotocols": [Subprotocol(p) for p in offered] if offered else None,
             "ping_interval": None,
             "close_timeout": 2,
         }
         try:
             if unix_path is not None:
-                connection = await unix_connect(unix_path, uri=url, **options)
+                connection = await unix_connect(unix_path, uri=url, **keywords)
             elif is_loopback_url(url):
-                connection = await connect(url, proxy=None, **options)
+                connection = await connect(url, proxy=None, **keywords)
             else:
-                connection = await connect(url, proxy=True, **options)
+                connection = await connect(url, proxy=True, **keywords)
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -241,10 +215,12 @@ class Session:
                 "unset to let openenv-gym start an embedded server.",
                 url=url,
             ) from exc
-        session = cls(connection, url=url, reply_timeout=reply_timeout, unix_path=unix_path)
-        if encoding == "binary" and not session.binary:
+        session = cls(connection, url=url, reply_timeout=options.reply_timeout, unix_path=unix_path)
+        try:
+            choice.check_agreed(session.encoding, url)
+        except BaseException:
             await session.close()
-            raise binary_refused(url)
+            raise
         return session
 
     async def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
@@ -258,10 +234,7 @@ class Session:
             SessionClosedError: The session was closed before.
         """
         raw = await self.request_raw(encode_message(message))
-        if self.binary and isinstance(raw, bytes) and is_binary_frame(raw):
-            message = decode_frame(raw)
-            return parse_server_object(message, f"<binary frame, {len(raw)} bytes>", url=self.url)
-        return parse_server_message(raw, url=self.url)
+        return self.encoding.parse_reply(raw, url=self.url)
 
     async def request_raw(self, frame: str | bytes) -> str | bytes:
         """Send one frame and return the raw reply frame (see :meth:`request`)."""
@@ -321,12 +294,4 @@ class Session:
             await asyncio.wait_for(self._connection.close(), 2.0)
 
 
-__all__ = [
-    "DEFAULT_ENCODING",
-    "DEFAULT_MAX_MESSAGE_SIZE",
-    "DEFAULT_REPLY_TIMEOUT",
-    "ENCODINGS",
-    "Session",
-    "check_encoding",
-    "ws_url_or_raise",
-]
+__all__ = ["AsyncSession"]
