@@ -39,6 +39,7 @@ from openenv_gym.vector.reconnect import keep_trying
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.vector.servers import SubEnvServers
 from openenv_gym.wire.batch import BatchResult
+from openenv_gym.wire.encoding import EncodingChoice
 
 if TYPE_CHECKING:
     from openenv_gym.env import OpenEnvEnv
@@ -75,11 +76,11 @@ class Connections:
 
     Args:
         num_envs: The number of sub-envs.
-        encoding: The ``encoding=`` every connection is opened with (batching needs the
-            binary frames: it is off with ``"json"``).
+        encoding: What the vector env's ``encoding=`` asks for
+            (:func:`~openenv_gym.wire.encoding.resolve_encoding`): whether connections offer
+            ``openenv-gym.batch.v1`` (not with ``"json"``), and what they require.
         connect_options: ``connect_timeout`` and ``token`` (enough for capacity checks);
             :meth:`adopt` takes the env's complete ones.
-        batch: Offer ``openenv-gym.batch.v1``.
         server_fleet: Where the embedded servers run (``None``: child processes here).
     """
 
@@ -87,16 +88,14 @@ class Connections:
         self,
         num_envs: int,
         *,
-        encoding: str,
+        encoding: EncodingChoice,
         connect_options: ConnectOptions,
-        batch: bool = True,
         server_fleet: FleetProvider | None = None,
     ) -> None:
         self.num_envs = num_envs
         self._servers = SubEnvServers(num_envs, encoding=encoding, server_fleet=server_fleet)
         self._encoding = encoding
         self._options = connect_options
-        self._batch = batch and encoding != "json"
         self._truncated_key: str | None = None
         self._borrow_shared = False
         self._channels: list[Channel] = []
@@ -213,8 +212,8 @@ class Connections:
         known = self.check_capacity(needed) if check_capacity else set()
         opener = Opener(
             self._options,
-            self._encoding,
-            self._batch,
+            self._encoding.name,
+            self._encoding.batches,
             self._truncated_key,
             borrow_shared=self._borrow_shared,
             poller=self._poller,

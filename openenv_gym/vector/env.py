@@ -76,7 +76,7 @@ from openenv_gym.vector.options import (
 )
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
-from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
+from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS, resolve_encoding
 from openenv_gym.wire.messages import reset_message
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
@@ -171,7 +171,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._max_episode_steps = max_episode_steps
         connections = self._connections = Connections(
             self.num_envs,
-            encoding=encoding,
+            encoding=resolve_encoding(encoding),
             server_fleet=server_fleet,
             connect_options=ConnectOptions(
                 encoding=encoding,

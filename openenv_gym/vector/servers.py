@@ -18,6 +18,7 @@ from openenv_gym.client.http import is_healthy
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.options import make_template
+from openenv_gym.wire.encoding import EncodingChoice
 
 if TYPE_CHECKING:
     from openenv_gym.env import OpenEnvEnv
@@ -31,12 +32,13 @@ class SubEnvServers:
 
     Args:
         num_envs: The number of sub-envs.
-        encoding: The ``encoding=`` of the vector env (for the servers it starts).
+        encoding: What the vector env's ``encoding=`` asks for (the servers it starts are
+            made with the same).
         server_fleet: Where the embedded servers run (``None``: child processes here).
     """
 
     def __init__(
-        self, num_envs: int, *, encoding: str, server_fleet: FleetProvider | None = None
+        self, num_envs: int, *, encoding: EncodingChoice, server_fleet: FleetProvider | None = None
     ) -> None:
         self.num_envs = num_envs
         self._encoding = encoding
@@ -82,7 +84,7 @@ class SubEnvServers:
         :data:`PARALLEL_FLEET_STARTS` at once. When one fails, those started are kept (and
         stopped by :meth:`stop`) and its error is raised.
         """
-        encoding, server_fleet = self._encoding, self._server_fleet
+        encoding, server_fleet = self._encoding.name, self._server_fleet
 
         def start(first: int) -> tuple[int, str, ServerProvider]:
             extra = make_template(id, None, env_kwargs, encoding, server_fleet)

@@ -20,6 +20,7 @@ from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.options import make_template
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
+from openenv_gym.wire.encoding import resolve_encoding
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +38,9 @@ def add_info() -> Iterator[Any]:
 @pytest.fixture
 def fleet(cartpole_url: str) -> Iterator[tuple[Connections, OpenEnvEnv]]:
     """``NUM_ENVS`` sessions on the CartPole server (one batch connection), and their env."""
-    connections = Connections(NUM_ENVS, encoding="auto", connect_options=ConnectOptions())
+    connections = Connections(
+        NUM_ENVS, encoding=resolve_encoding("auto"), connect_options=ConnectOptions()
+    )
     template = make_template(None, [cartpole_url], {"reply_timeout": 30.0}, "auto")
     connections.adopt(template, [cartpole_url], borrow_shared=False)
     connections.open(range(NUM_ENVS), check_capacity=True)

@@ -29,6 +29,7 @@ from openenv_gym.vector.channels import BatchChannel, PlainChannel
 from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.options import make_template
 from openenv_gym.vector.round_trip import Op
+from openenv_gym.wire.encoding import resolve_encoding
 from tests.conftest import process_running, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -55,7 +56,9 @@ def _connections(
     and the observation codec of their env."""
     urls = [url] if url is not None else None
     connections = Connections(
-        num_envs, encoding=encoding, connect_options=ConnectOptions(encoding=encoding)
+        num_envs,
+        encoding=resolve_encoding(encoding),
+        connect_options=ConnectOptions(encoding=encoding),
     )
     template = make_template(id, urls, {"reply_timeout": 30.0}, encoding)
     codec = template.observation_codec
