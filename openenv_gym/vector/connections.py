@@ -355,6 +355,43 @@ class Connections:
             raise
         return results, broken
 
+    def collect_or_reopen(
+        self,
+        pending: Pending,
+        *,
+        reconnect: bool,
+        retry: Sequence[Op | None] | None = None,
+        reset: Op | None = None,
+        take: Callable[[Channel, BatchResult], None] | None = None,
+    ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
+        """:meth:`collect`, then, for broken connections, :meth:`reopen` (``reconnect``) or
+        raise; returns the results and the sub-envs whose connection was reopened.
+
+        With ``retry`` (resets), the reopened sub-envs get their op again (``reset`` when
+        they had none) and their results are among those returned (none reopened then).
+
+        Raises:
+            SubEnvError: A connection broke (``reconnect`` off), reconnecting failed, or
+                the retried ops broke again.
+        """
+        results, broken = self.collect(pending, take)
+        if not broken:
+            return results, []
+        if not reconnect:
+            channel, cause = broken[0]
+            raise self.sub_env_error(channel.indices[0], cause, reconnect=False) from cause
+        reopened = self.reopen([c.indices[0] for c, _ in broken], [cause for _, cause in broken])
+        if retry is None:
+            return results, reopened
+        again: list[Op | None] = [None] * self.num_envs
+        for i in reopened:
+            again[i] = retry[i] or reset
+        more, still_broken = self.collect(self.send(again))
+        if still_broken:
+            channel, cause = still_broken[0]
+            raise self.sub_env_error(channel.indices[0], cause, reconnect=True) from cause
+        return results + more, []
+
     def states(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (``state`` / ``batch_state``).
 

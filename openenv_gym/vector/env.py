@@ -46,7 +46,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -57,7 +57,6 @@ from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
-    SubEnvError,
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
@@ -66,17 +65,22 @@ from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.options import (
+    check_autoreset_mode,
     check_base_urls,
+    check_encoding,
     check_fleet,
+    check_max_episode_steps,
     check_num_envs,
     check_reset_mask,
+    check_server_given,
     check_sessions_per_server,
     make_template,
     seeds_for,
+    spread_over,
 )
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
-from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS, resolve_encoding
+from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
@@ -145,24 +149,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
         server_fleet = check_fleet(fleet, urls)
-        if urls is None and id is None:
-            raise VectorUsageError(
-                "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
-                "id that starts an embedded server such as 'openenv/CartPole-v1'"
-            )
-        if encoding not in ENCODINGS:
-            raise VectorUsageError(
-                f"expected encoding to be one of {list(ENCODINGS)}, got {encoding!r}"
-            )
-        try:
-            self.autoreset_mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            raise VectorUsageError(
-                f"expected autoreset_mode to be one of {[m.value for m in AutoresetMode]}, "
-                f"got {autoreset_mode!r}"
-            ) from None
-        if max_episode_steps is not None and max_episode_steps < 1:
-            raise VectorUsageError(f"expected max_episode_steps >= 1, got {max_episode_steps}")
+        check_server_given(urls, id)
+        choice = check_encoding(encoding)
+        self.autoreset_mode = check_autoreset_mode(autoreset_mode)
+        check_max_episode_steps(max_episode_steps)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.encoding = encoding
         self.reconnect = reconnect
@@ -171,7 +161,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._max_episode_steps = max_episode_steps
         connections = self._connections = Connections(
             self.num_envs,
-            encoding=resolve_encoding(encoding),
+            encoding=choice,
             server_fleet=server_fleet,
             connect_options=ConnectOptions(
                 encoding=encoding,
@@ -181,11 +171,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         )
 
         if urls is not None:  # before any session is open: nothing of ours is counted yet
-            needed: dict[str, int] = {}
-            for i in range(num_envs):
-                url = urls[i % len(urls)].rstrip("/")
-                needed[url] = needed.get(url, 0) + 1
-            connections.check_capacity(needed)
+            connections.check_capacity(spread_over(urls, num_envs))
         template = make_template(id, urls, env_kwargs, encoding, server_fleet)
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
@@ -343,7 +329,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             nonlocal infos
             infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
 
-        _, reconnected = self._collect(pending, retry=None, take=take)
+        _, reconnected = self._connections.collect_or_reopen(
+            pending, reconnect=self.reconnect, take=take
+        )
         for i in reconnected:  # the episode ends here, truncated
             buffers.mark_reconnected(i)
             info: dict[str, Any] = {RECONNECTED_KEY: True}
@@ -435,46 +423,13 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
         """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets
         sent again when ``reconnect`` is on."""
-        results, _ = self._collect(self._connections.send(ops), retry=ops)
-        return results
-
-    def _collect(
-        self,
-        pending: Pending,
-        *,
-        retry: list[Op | None] | None,
-        take: Callable[[Channel, BatchResult], None] | None = None,
-    ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
-        """The results of ``pending`` and the sub-envs whose connection was reopened.
-
-        With ``retry`` (resets), the reopened sub-envs get their op again (a plain reset when
-        they had none) and their results are among those returned. ``take`` gets each
-        result of ``pending`` as soon as it is read (see :meth:`Fleet.collect`).
-        """
-        results, broken = self._connections.collect(pending, take)
-        if not broken:
-            return results, []
-        if not self.reconnect:
-            channel, cause = broken[0]
-            raise self._sub_env_error(channel.indices[0], cause) from cause
-        reopened = self._connections.reopen(
-            [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
+        results, _ = self._connections.collect_or_reopen(
+            self._connections.send(ops),
+            reconnect=self.reconnect,
+            retry=ops,
+            reset=("reset", self._plain_reset),
         )
-        if retry is None:
-            return results, reopened
-        again: list[Op | None] = [None] * self.num_envs
-        for i in reopened:
-            again[i] = retry[i] or ("reset", self._plain_reset)
-        more, still_broken = self._connections.collect(self._connections.send(again))
-        if still_broken:
-            channel, cause = still_broken[0]
-            raise self._connections.sub_env_error(
-                channel.indices[0], cause, reconnect=True
-            ) from cause
-        return results + more, []
-
-    def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
-        return self._connections.sub_env_error(index, cause, reconnect=self.reconnect)
+        return results
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``
