@@ -97,7 +97,7 @@ class Connections:
         self._encoding = encoding
         self._options = connect_options
         self._truncated_key: str | None = None
-        self._borrow_shared = False
+        self._borrow_arrays = False
         self._channels: list[Channel] = []
         self._workers: dict[str, int] = {}  # worker processes per URL (``GET /capacity``)
         self._step_seconds: dict[str, float] = {}  # seconds per env step (``GET /capacity``)
@@ -107,7 +107,7 @@ class Connections:
         self.backoff = Backoff()
 
     def adopt(
-        self, template: OpenEnvEnv, urls: Sequence[str] | None, *, borrow_shared: bool
+        self, template: OpenEnvEnv, urls: Sequence[str] | None, *, borrow_arrays: bool
     ) -> None:
         """Take over ``template``'s server (stopped on :meth:`close` if it started one) and
         connection options, and place the sub-envs: round-robin over ``urls``, else all on
@@ -116,8 +116,9 @@ class Connections:
         Args:
             template: The env (made without a session) the vector env takes its spaces from.
             urls: The servers given to the vector env, or ``None`` (an embedded server).
-            borrow_shared: The vector env copies every observation row out before its next
-                request, so arrays in shared memory may be read as views.
+            borrow_arrays: The vector env copies every observation row out before its next
+                request, so a reply's arrays may be read-only views valid until then (a batch
+                channel then reads its shared memory without a copy).
         """
         self._servers.adopt(template, urls)
         options = self._options = template.connect_options
@@ -125,7 +126,7 @@ class Connections:
         # One busy-poller for every connection: the wait of a round trip is one spin.
         self._poller = BusyPoller(options.busy_poll, hybrid=True)
         self._truncated_key = template.observation_codec.truncated_key
-        self._borrow_shared = borrow_shared
+        self._borrow_arrays = borrow_arrays
 
     # ------------------------------------------------------------------ what it holds
 
@@ -215,7 +216,7 @@ class Connections:
             self._encoding.name,
             self._encoding.batches,
             self._truncated_key,
-            borrow_shared=self._borrow_shared,
+            borrow_shared=self._borrow_arrays,
             poller=self._poller,
         )
         outcomes: list[list[Channel] | BaseException] = []

@@ -185,7 +185,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             where=connections.url_of,
         )
         # Rows of one array batch are copied into the buffer before the next request.
-        connections.adopt(template, urls, borrow_shared=self._buffers.stacked)
+        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
         self._closed = False
         try:
             if per_server < num_envs:

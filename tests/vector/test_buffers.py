@@ -42,7 +42,7 @@ def fleet(cartpole_url: str) -> Iterator[tuple[Connections, OpenEnvEnv]]:
         NUM_ENVS, encoding=resolve_encoding("auto"), connect_options=ConnectOptions()
     )
     template = make_template(None, [cartpole_url], {"reply_timeout": 30.0}, "auto")
-    connections.adopt(template, [cartpole_url], borrow_shared=False)
+    connections.adopt(template, [cartpole_url], borrow_arrays=False)
     connections.open(range(NUM_ENVS), check_capacity=True)
     try:
         yield connections, template

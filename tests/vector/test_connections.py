@@ -62,7 +62,7 @@ def _connections(
     )
     template = make_template(id, urls, {"reply_timeout": 30.0}, encoding)
     codec = template.observation_codec
-    connections.adopt(template, urls, borrow_shared=False)
+    connections.adopt(template, urls, borrow_arrays=False)
     return connections, codec
 
 
