@@ -45,8 +45,8 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
-from openenv_gym.client import keepalive
 from openenv_gym.client.http import auth_error, auth_headers, resolve_token
+from openenv_gym.client.keepalive import forget, watch
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.client.sockets import open_socket
 from openenv_gym.errors import (
@@ -194,7 +194,7 @@ class BlockingConnection:
         for frame in frames:
             connection._take_frame(frame)
         connection._take_events()
-        keepalive.watch(connection)
+        watch(connection)
         return connection
 
     def send(self, frame: str | bytes) -> None:
@@ -355,7 +355,7 @@ class BlockingConnection:
         """Drop the connection at once. Idempotent, never raises."""
         self.closed = True
         self._poller.unregister(self._fd)
-        keepalive.forget(self)
+        forget(self)
         with contextlib.suppress(OSError):
             self._sock.close()
 

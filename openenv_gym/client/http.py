@@ -78,7 +78,7 @@ def get_json(
         ServerConnectionError: Connection refused, timed out, or the URL is malformed.
         NotAnOpenEnvServerError: A non-2xx status, or a body that is not JSON.
     """
-    base = ws_to_http_url(base_url).rstrip("/")
+    base = ws_to_http_url(base_url)  # no trailing slash
     url = base + path
     token = resolve_token(token)
     try:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+import pydantic_core
 
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import encode_frame, load_frame
@@ -301,7 +302,7 @@ def parse_batch_message(raw: str | bytes) -> ClientMessage:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
             ``UNKNOWN_TYPE`` or ``VALIDATION_ERROR``).
     """
-    return parse_client_message(raw, BATCH_TYPES, expected=_EXPECTED)
+    return parse_client_message(raw, BATCH_TYPES, expected=_EXPECTED, loads=pydantic_core.from_json)
 
 
 def parse_batch_open(data: Mapping[str, Any], max_sessions: int) -> tuple[int, str | None]:

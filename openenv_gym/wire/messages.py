@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -100,7 +101,10 @@ def encode_json(message: Any) -> bytes:
     Raises:
         TypeError: A value is not JSON-serializable (e.g. an arbitrary object).
     """
-    return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+    try:
+        return pydantic_core.to_json(message, inf_nan_mode="null", fallback=_json_fallback)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise TypeError(str(exc)) from exc
 
 
 def encode_message(message: dict[str, Any]) -> str:
@@ -344,12 +348,18 @@ CLIENT_TYPES: Final = frozenset(
 
 
 def parse_client_message(
-    raw: str | bytes, kinds: frozenset[str] = CLIENT_TYPES, *, expected: str = ""
+    raw: str | bytes,
+    kinds: frozenset[str] = CLIENT_TYPES,
+    *,
+    expected: str = "",
+    loads: Callable[[str], Any] = json.loads,
 ) -> ClientMessage:
     """Parse one client frame on the server: the one parser of every client message.
 
     ``kinds`` are the types this connection serves (a batch connection serves others, see
     :mod:`openenv_gym.wire.batch`); ``expected`` is added to an ``UNKNOWN_TYPE`` message.
+    ``loads`` parses the JSON text (``json.loads``, as the official server; a batch
+    connection, whose frames carry K actions, uses pydantic's faster parser).
 
     Raises:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
@@ -363,7 +373,7 @@ def parse_client_message(
                 ErrorCode.INVALID_JSON, "Invalid JSON: binary frame is not UTF-8 text"
             ) from exc
     try:
-        message = json.loads(raw)
+        message = loads(raw)
     except json.JSONDecodeError as exc:
         raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
     except RecursionError:
@@ -429,13 +439,23 @@ def error_message(code: ErrorCode, message: str, **extra: Any) -> dict[str, Any]
     }
 
 
+def strip_base_url(base_url: str) -> str:
+    """``base_url`` without its trailing slashes: the one spelling of a server's URL (a
+    key of per-server tables, and the base every path is appended to).
+
+    >>> strip_base_url("http://127.0.0.1:8000/")
+    'http://127.0.0.1:8000'
+    """
+    return base_url.rstrip("/")
+
+
 def http_to_ws_url(base_url: str) -> str:
     """``http://h:p/prefix`` -> ``ws://h:p/prefix/ws`` (``https`` -> ``wss``).
 
     Raises:
         ValueError: The URL is not an http(s) or ws(s) URL.
     """
-    url = base_url.rstrip("/")
+    url = strip_base_url(base_url)
     if url.startswith("https://"):
         url = "wss://" + url[len("https://") :]
     elif url.startswith("http://"):
@@ -452,7 +472,7 @@ def http_to_ws_url(base_url: str) -> str:
 
 def ws_to_http_url(url: str) -> str:
     """The inverse of :func:`http_to_ws_url`, without the ``/ws`` path."""
-    base = url.rstrip("/")
+    base = strip_base_url(url)
     if base.endswith(WS_PATH):
         base = base[: -len(WS_PATH)]
     if base.startswith("wss://"):

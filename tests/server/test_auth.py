@@ -84,7 +84,9 @@ def test_token_from_the_environment_variable(url: str, monkeypatch: pytest.Monke
     monkeypatch.setenv("OPENENV_TOKEN", TOKEN)
     env = gym.make("openenv/Remote-v0", base_url=url)
     try:
-        env.reset(seed=0)
+        observation, _ = env.reset(seed=0)
+        assert env.observation_space.contains(observation)
+        assert env.step(1)[1] == 1.0  # the session the token opened plays
     finally:
         env.close()
 
@@ -124,7 +126,9 @@ def test_websocket_session_refused_is_an_authentication_error(
 def test_server_without_token_ignores_a_sent_token(cartpole_url: str) -> None:
     env = OpenEnvEnv(cartpole_url, token="anything")
     try:
-        env.reset(seed=0)
+        observation, _ = env.reset(seed=0)
+        assert env.observation_space.contains(observation)
+        assert env.step(1)[1] == 1.0
     finally:
         env.close()
 
