@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_each, send_many
 from openenv_gym.client.options import ConnectOptions
+from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import OpenEnvGymError, SubEnvError
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
@@ -40,9 +41,6 @@ from openenv_gym.vector.round_trip import Op
 from openenv_gym.vector.servers import SubEnvServers
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.encoding import EncodingChoice
-
-if TYPE_CHECKING:
-    from openenv_gym.env import OpenEnvEnv
 
 
 @dataclass(frozen=True)

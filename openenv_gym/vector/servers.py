@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from openenv_gym.client.http import is_healthy
+from openenv_gym.env import OpenEnvEnv
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.options import make_template
 from openenv_gym.wire.encoding import EncodingChoice
-
-if TYPE_CHECKING:
-    from openenv_gym.env import OpenEnvEnv
 
 #: How many servers a vector env starts at once on a fleet (their nodes do the work).
 PARALLEL_FLEET_STARTS: Final = 16

@@ -208,3 +208,21 @@ def test_reopen_of_a_dead_server_it_does_not_own_names_the_cause(
         assert connections.channels == []  # the broken connection is closed, not kept
     finally:
         connections.close()
+
+
+def test_a_broken_connection_without_reconnect_names_the_sub_env_and_the_fix(
+    add_info: Any,
+) -> None:
+    server = ServerThread(gymnasium_server("CartPole-v1")).start()
+    connections, codec = _connections(2, server.url, encoding="json")  # one per sub-env
+    try:
+        connections.open(range(2), check_capacity=True)
+        _reset_observations(connections, codec, add_info, seed=0)
+        server.stop()
+        with pytest.raises(SubEnvError, match="pass reconnect=True") as caught:
+            connections.collect_or_reopen(connections.send(_resets(2, 0)), reconnect=False)
+        assert caught.value.index == 0
+        assert caught.value.url.startswith(server.url.replace("http://", "ws://"))
+        assert len(connections.channels) == 2  # nothing is reopened or dropped
+    finally:
+        connections.close()
