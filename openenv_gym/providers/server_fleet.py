@@ -1,6 +1,6 @@
 """Where the embedded servers of a vector env run: here (the default) or on a server fleet.
 
-Not to be confused with :class:`openenv_gym.vector.fleet.Fleet`, which holds a vector env's
+Not to be confused with :class:`openenv_gym.vector.connections.Connections`, which holds a vector env's
 connections: a :class:`ServerFleet` places the servers those connections go to.
 
 Every embedded server is built by one call, :func:`openenv_gym.providers.server_provider`,
