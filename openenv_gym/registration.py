@@ -49,6 +49,7 @@ def make_gymnasium_env(
     docker_kwargs: Mapping[str, Any] | None = None,
     workers: int | str | None = None,
     unix_socket: bool = False,
+    server_time_limit: bool = True,
     **kwargs: Any,
 ) -> OpenEnvEnv:
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
@@ -66,11 +67,20 @@ def make_gymnasium_env(
             ``None``. :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for ``"auto"``.
         unix_socket: The embedded server also serves on Unix sockets (a vector env's
             sessions use them; see :class:`~openenv_gym.providers.LocalServerProcess`).
+        server_time_limit: ``False`` starts the embedded server without the id's own
+            ``TimeLimit`` (unless ``env_kwargs`` sets ``max_episode_steps``), so the one that
+            ``gymnasium.make`` adds on this side is the only limit, as with the raw id:
+            ``gym.make("openenv/CartPole-v1", max_episode_steps=1000)`` runs episodes to 1000.
+            The ``openenv/<GymId>`` ids set it. A server at ``base_url`` keeps its own limit.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
     """
     if base_url is not None:
         return OpenEnvEnv(base_url, token=token, **kwargs)
-    options = {"env_id": env_id, "make_kwargs": dict(env_kwargs) if env_kwargs else None}
+    make_kwargs = dict(env_kwargs or {})
+    if not server_time_limit:
+        # gymnasium.make(..., max_episode_steps=-1) applies no TimeLimit.
+        make_kwargs.setdefault("max_episode_steps", -1)
+    options = {"env_id": env_id, "make_kwargs": make_kwargs or None}
     provider = server_provider(
         ["gymnasium", *GYMNASIUM_OPTIONS.to_argv(options)],
         workers=workers,
@@ -90,8 +100,9 @@ def register_envs() -> None:
         _register(
             f"{NAMESPACE}/{gym_id}",
             entry_point="openenv_gym.registration:make_gymnasium_env",
-            kwargs={"env_id": gym_id},
-            # The served id's limits: gym.make adds the same TimeLimit the server applies.
+            # gym.make (and make_vec) apply the id's time limit on this side, as for the raw
+            # id; the embedded server runs without one, so a larger max_episode_steps holds.
+            kwargs={"env_id": gym_id, "server_time_limit": False},
             max_episode_steps=local.max_episode_steps,
             reward_threshold=local.reward_threshold,
         )
