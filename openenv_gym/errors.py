@@ -423,3 +423,13 @@ class FleetConfigError(OpenEnvGymError, ValueError):
 
 
 __all__ += ["FleetConfigError", "RayUnavailableError"]
+
+
+# --------------------------------------------------------------------------- serving
+
+
+class PortInUseError(ServerStartError):
+    """``openenv-gym serve`` cannot bind: another process listens on the host and port."""
+
+
+__all__ += ["PortInUseError"]

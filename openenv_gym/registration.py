@@ -24,6 +24,7 @@ import gymnasium as gym
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.gymnasium.options import GYMNASIUM_OPTIONS
+from openenv_gym.errors import EnvConfigError
 from openenv_gym.providers import server_provider
 
 NAMESPACE: Final = "openenv"
@@ -39,7 +40,7 @@ SERVED_GYMNASIUM_IDS: Final = (
 
 
 def make_gymnasium_env(
-    env_id: str,
+    env_id: str | None = None,
     base_url: str | None = None,
     *,
     env_kwargs: Mapping[str, Any] | None = None,
@@ -55,7 +56,7 @@ def make_gymnasium_env(
     """A Gymnasium env id served as OpenEnv: at ``base_url``, or by an embedded server.
 
     Args:
-        env_id: The Gymnasium id the server runs (only used to start the embedded server).
+        env_id: The Gymnasium id the server runs (required to start the embedded server).
         base_url: A running ``openenv-gym serve gymnasium`` (or compatible) server.
         env_kwargs: ``gymnasium.make`` keyword arguments for the embedded server's env.
         startup_timeout: Seconds to wait for the embedded server.
@@ -73,9 +74,18 @@ def make_gymnasium_env(
             ``gym.make("openenv/CartPole-v1", max_episode_steps=1000)`` runs episodes to 1000.
             The ``openenv/<GymId>`` ids set it. A server at ``base_url`` keeps its own limit.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
+
+    Raises:
+        EnvConfigError: Neither ``env_id`` nor ``base_url`` is given.
     """
     if base_url is not None:
         return OpenEnvEnv(base_url, token=token, **kwargs)
+    if env_id is None:
+        raise EnvConfigError(
+            "openenv/Gymnasium-v0 needs the Gymnasium id to serve, or a running server: "
+            "gym.make('openenv/Gymnasium-v0', env_id='Acrobot-v1'), or "
+            "gym.make('openenv/Gymnasium-v0', base_url='http://127.0.0.1:8000')"
+        )
     make_kwargs = dict(env_kwargs or {})
     if not server_time_limit:
         # gymnasium.make(..., max_episode_steps=-1) applies no TimeLimit.
@@ -153,7 +163,7 @@ def _set_vector_entry_point(env_id: str) -> None:
 
 
 def make_docker_env(
-    image: str,
+    image: str | None = None,
     serve_args: Sequence[str] | None = None,
     *,
     token: str | None = None,
@@ -165,7 +175,7 @@ def make_docker_env(
     ``fleet=``, e.g. on a Ray node); the spaces from its schema.
 
     Args:
-        image: The image to run.
+        image: The image to run (required).
         serve_args: For our images, the arguments after ``openenv-gym serve`` (e.g.
             ``["gymnasium", "--env-id", "Acrobot-v1"]``); ``None`` keeps the image's command
             (which must listen on port 8000, or pass ``docker_kwargs={"container_port": ...}``).
@@ -173,7 +183,17 @@ def make_docker_env(
         startup_timeout: Seconds to wait for the container's server.
         docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments.
         **kwargs: Passed to :class:`~openenv_gym.env.OpenEnvEnv`.
+
+    Raises:
+        EnvConfigError: No ``image``.
     """
+    if image is None:
+        raise EnvConfigError(
+            "openenv/Docker-v0 needs the image to run: "
+            "gym.make('openenv/Docker-v0', image='openenv-gym/gymnasium:latest', "
+            "serve_args=['gymnasium', '--env-id', 'Acrobot-v1']) (`openenv-gym build` makes "
+            "our images)"
+        )
     provider = server_provider(
         serve_args,
         image=image,
