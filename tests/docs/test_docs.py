@@ -22,7 +22,6 @@ A block without a marker that fails, or a marker this test does not know, fails 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
