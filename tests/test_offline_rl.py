@@ -91,6 +91,7 @@ def _evaluate(url: str, w: np.ndarray, episodes: int) -> float:
     return total / episodes
 
 
+@pytest.mark.slow
 def test_record_from_yaml_load_every_way_replay_reproduce_and_clone(
     cartpole_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
