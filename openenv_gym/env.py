@@ -158,7 +158,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         RenderModeUnavailableError: ``render_mode`` is not in this env's render modes.
     """
 
-    metadata: dict[str, Any] = {"render_modes": [], "render_fps": 30}
+    # The modes an instance may have: gym.make reads them before any server is known (and
+    # warns about a render_mode outside them). Each instance narrows them to what its server
+    # offers, and refuses the others (RenderModeUnavailableError).
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(
         self,

@@ -437,3 +437,13 @@ class LinkProxyError(OpenEnvGymError, RuntimeError):
 
 
 __all__ += ["LinkProfileError", "LinkProxyError"]
+
+
+# --------------------------------------------------------------------------- serving
+
+
+class PortInUseError(ServerStartError):
+    """``openenv-gym serve`` cannot bind: another process listens on the host and port."""
+
+
+__all__ += ["PortInUseError"]
