@@ -18,6 +18,9 @@ encoding           subprotocol                 builds on / implies
                                                (:mod:`.batch`)
 ``shared_memory``  none: agreed in             ``batch``; same host only
                    ``batch_open`` by a probe   (:mod:`.shared_memory`)
+``zstd``           none: agreed in             ``batch``; result frames packed with zstd
+                   ``batch_open``              across a real link, never with shared
+                                               memory (:mod:`.compressed`)
 =================  ==========================  ==========================================
 
 What an encoding implies is written once, as :attr:`Encoding.builds_on`: ``batch`` builds
@@ -204,9 +207,17 @@ SHARED_MEMORY: Final = Encoding(
     same_host=True,
 )
 
+COMPRESSED: Final = Encoding(
+    "zstd",
+    None,
+    "batch result frames packed with zstd level 1 where it pays (a peer not on loopback, "
+    "no shared memory; agreed in batch_open, compression= switches it)",
+    builds_on=BATCH,
+)
+
 #: Every encoding, by name.
 REGISTRY: Final[Mapping[str, Encoding]] = MappingProxyType(
-    {encoding.name: encoding for encoding in (JSON, BINARY, BATCH, SHARED_MEMORY)}
+    {encoding.name: encoding for encoding in (JSON, BINARY, BATCH, SHARED_MEMORY, COMPRESSED)}
 )
 #: The encodings agreed by a subprotocol, the server's preference first.
 NEGOTIATED: Final = tuple(e for e in (BATCH, BINARY) if e.subprotocol is not None)
@@ -323,6 +334,7 @@ def check_encoding(encoding: str) -> str:
 __all__ = [
     "BATCH",
     "BINARY",
+    "COMPRESSED",
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "JSON",

@@ -20,6 +20,7 @@ from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MIN_BINARY_BYTES, is_bin
 from openenv_gym.wire.encoding import (
     BATCH,
     BINARY,
+    COMPRESSED,
     DEFAULT_ENCODING,
     ENCODINGS,
     JSON,
@@ -52,6 +53,7 @@ def test_the_registry_holds_every_encoding_once_by_name() -> None:
         "binary": BINARY,
         "batch": BATCH,
         "shared_memory": SHARED_MEMORY,
+        "zstd": COMPRESSED,
     }
     assert [e.subprotocol for e in NEGOTIATED] == [BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL]
 
@@ -73,6 +75,11 @@ def test_what_each_encoding_implies() -> None:
     assert SHARED_MEMORY.same_host
     assert not JSON.binary_frames
     assert not JSON.batch
+    # Compressed frames build on batch connections, and work across hosts.
+    assert COMPRESSED.implies(BATCH)
+    assert COMPRESSED.multiplexed
+    assert not COMPRESSED.same_host
+    assert not COMPRESSED.implies(SHARED_MEMORY)
     assert BINARY.binary_frames
     assert not BINARY.batch
 
