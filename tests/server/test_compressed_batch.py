@@ -119,7 +119,8 @@ def test_shared_memory_wins_over_compression(pong_url: str, closing: contextlib.
     assert agreed["shared_memory"] is True
     assert agreed["compression"] is None
     raw = ask_raw(ws, batch_step_message(SEEDS))
-    assert isinstance(raw, bytes) and raw.startswith(MAGIC)
+    assert isinstance(raw, bytes)
+    assert raw.startswith(MAGIC)
 
 
 def test_an_unknown_codec_is_not_agreed(pong_url: str, closing: contextlib.ExitStack) -> None:
@@ -156,7 +157,7 @@ def test_a_hostile_packed_frame_gets_an_error_reply_and_the_connection_lives(
     assert error["code"] == "INVALID_JSON"
     assert expected in error["message"]
     # The sessions live on, and a well-formed packed request is read.
-    raw, result = step(ws, STEPS)
+    _raw, result = step(ws, STEPS)
     assert result.indices == [0, 1]
     valid = packed(json.dumps(batch_step_message(STEPS)).encode())
     answer = ask_raw(ws, valid)
