@@ -2,9 +2,11 @@
 
 * :mod:`.env`: the vector env (the Gymnasium API, stepping, autoreset).
 * :mod:`.buffers`: where replies land (batch buffers, episode flags, infos).
-* :mod:`.fleet`: its servers and connections (capacity checks, round trips, closing);
-  :mod:`.opening`: opening connections to one server; :mod:`.reconnect`: reopening broken
-  ones with :mod:`.backoff`; :mod:`.round_trip`: ops to frames, replies to results.
+* :mod:`.connections`: its servers and connections (capacity checks, round trips,
+  reconnecting, closing); :mod:`.channels`: a connection, plain (one session) or batch (K
+  sessions); :mod:`.servers`: which server each sub-env is on, and those the env started;
+  :mod:`.opening`: opening connections to one server; :mod:`.reconnect`: the
+  retries of reopening broken ones, with :mod:`.backoff`; :mod:`.round_trip`: ops to frames.
 * :mod:`.options`: the checked arguments; :mod:`.entry_point`: ``gym.make_vec`` support.
 """
 

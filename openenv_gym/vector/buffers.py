@@ -112,7 +112,7 @@ class BatchBuffers:
                 and not value.flags.writeable
                 and name != self.codec.key
             ):
-                # A view of the server's shared memory, rewritten at the next request: a
+                # A borrowed view (valid until the next request on its connection): a
                 # field that may reach an info keeps a copy (the observation is in the buffer).
                 fields[name] = value.copy()
         return indices

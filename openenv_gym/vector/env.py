@@ -46,7 +46,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -57,25 +57,28 @@ from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
-    SubEnvError,
     VectorUsageError,
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.fleet import FleetProvider
 from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.fleet import Fleet
-from openenv_gym.vector.opening import Channel
+from openenv_gym.vector.channels import Channel
+from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.options import (
+    check_autoreset_mode,
     check_base_urls,
+    check_encoding,
     check_fleet,
+    check_max_episode_steps,
     check_num_envs,
     check_reset_mask,
+    check_server_given,
     check_sessions_per_server,
     make_template,
     seeds_for,
+    spread_over,
 )
-from openenv_gym.vector.reconnect import reopen
-from openenv_gym.vector.round_trip import Op, Pending
+from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
@@ -146,33 +149,19 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
         server_fleet = check_fleet(fleet, urls)
-        if urls is None and id is None:
-            raise VectorUsageError(
-                "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
-                "id that starts an embedded server such as 'openenv/CartPole-v1'"
-            )
-        if encoding not in ENCODINGS:
-            raise VectorUsageError(
-                f"expected encoding to be one of {list(ENCODINGS)}, got {encoding!r}"
-            )
-        try:
-            self.autoreset_mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            raise VectorUsageError(
-                f"expected autoreset_mode to be one of {[m.value for m in AutoresetMode]}, "
-                f"got {autoreset_mode!r}"
-            ) from None
-        if max_episode_steps is not None and max_episode_steps < 1:
-            raise VectorUsageError(f"expected max_episode_steps >= 1, got {max_episode_steps}")
+        check_server_given(urls, id)
+        choice = check_encoding(encoding)
+        self.autoreset_mode = check_autoreset_mode(autoreset_mode)
+        check_max_episode_steps(max_episode_steps)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.encoding = encoding
         self.reconnect = reconnect
         self.copy = copy
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
-        servers = self._fleet = Fleet(
+        connections = self._connections = Connections(
             self.num_envs,
-            encoding=encoding,
+            encoding=choice,
             server_fleet=server_fleet,
             connect_options=ConnectOptions(
                 encoding=encoding,
@@ -182,40 +171,26 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         )
 
         if urls is not None:  # before any session is open: nothing of ours is counted yet
-            needed: dict[str, int] = {}
-            for i in range(num_envs):
-                url = urls[i % len(urls)].rstrip("/")
-                needed[url] = needed.get(url, 0) + 1
-            servers.check_capacity(needed)
+            connections.check_capacity(spread_over(urls, num_envs))
         template = make_template(id, urls, env_kwargs, encoding, server_fleet)
-        provider = template.detach()
-        first_url = template.base_url.rstrip("/")
-        if provider.owns_server:
-            servers.providers[first_url] = provider
-        servers.urls = [
-            (urls[i % len(urls)] if urls else first_url).rstrip("/") for i in range(num_envs)
-        ]
-        servers.urls[0] = first_url
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        servers.set_options(template.connect_options)
-        servers.truncated_key = self._observation_codec.truncated_key
         self._buffers = BatchBuffers(
             self._observation_codec,
             num_envs,
             autoreset_mode=self.autoreset_mode,
             max_episode_steps=max_episode_steps,
             add_info=self._add_info,
-            where=lambda index: self._fleet.urls[index],
+            where=connections.url_of,
         )
         # Rows of one array batch are copied into the buffer before the next request.
-        servers.borrow_shared = self._buffers.stacked
+        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
         self._closed = False
         try:
             if per_server < num_envs:
-                servers.start_more_servers(id, env_kwargs, encoding, per_server)
-            servers.open(range(num_envs), check_capacity=urls is None)
+                connections.start_more_servers(id, env_kwargs, per_server)
+            connections.open(range(num_envs), check_capacity=urls is None)
         except BaseException:
             self.close()
             raise
@@ -328,7 +303,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         same_step = mode == AutoresetMode.SAME_STEP
         limit = self._max_episode_steps
         last = None if limit is None or not same_step else (buffers.elapsed + 1 >= limit).tolist()
-        pending = self._fleet.send(
+        pending = self._connections.send(
             ops, same_step_reset=self._plain_reset if same_step else None, last=last, defer=defer
         )
         self._pending = (pending, was_resetting)
@@ -354,7 +329,9 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             nonlocal infos
             infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
 
-        _, reconnected = self._collect(pending, retry=None, take=take)
+        _, reconnected = self._connections.collect_or_reopen(
+            pending, reconnect=self.reconnect, take=take
+        )
         for i in reconnected:  # the episode ends here, truncated
             buffers.mark_reconnected(i)
             info: dict[str, Any] = {RECONNECTED_KEY: True}
@@ -398,7 +375,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             pending, _ = self._pending
             self._pending = None
             with contextlib.suppress(Exception):
-                self._fleet.collect(pending)
+                self._connections.collect(pending)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
@@ -406,36 +383,36 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             return
         self._drain_pending()
         self._closed = True
-        self._fleet.close()
+        self._connections.close()
 
     # ------------------------------------------------------------------ extras
 
     @property
     def servers(self) -> list[ServerProvider]:
         """The servers this env started (and stops on close), e.g. the embedded one."""
-        return list(self._fleet.providers.values())
+        return self._connections.providers
 
     @property
     def base_urls(self) -> list[str]:
         """The server URL of each sub-env."""
-        return list(self._fleet.urls)
+        return self._connections.urls
 
     @property
     def connections(self) -> list[BlockingConnection]:
         """The open WebSocket connections (one per server worker when :attr:`batched`)."""
-        return self._fleet.sessions
+        return self._connections.sessions
 
     @property
     def batched(self) -> bool:
         """Whether every sub-env shares a connection with others (``openenv-gym.batch.v1``:
         one frame per connection per step)."""
-        return all(channel.batch for channel in self._fleet.channels)
+        return all(channel.batch for channel in self._connections.channels)
 
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
         self._check_open()
         self._drain_pending()
-        return self._fleet.states()
+        return self._connections.states()
 
     # ------------------------------------------------------------------ internals
 
@@ -446,44 +423,13 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
     def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
         """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets
         sent again when ``reconnect`` is on."""
-        results, _ = self._collect(self._fleet.send(ops), retry=ops)
-        return results
-
-    def _collect(
-        self,
-        pending: Pending,
-        *,
-        retry: list[Op | None] | None,
-        take: Callable[[Channel, BatchResult], None] | None = None,
-    ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
-        """The results of ``pending`` and the sub-envs whose connection was reopened.
-
-        With ``retry`` (resets), the reopened sub-envs get their op again (a plain reset when
-        they had none) and their results are among those returned. ``take`` gets each
-        result of ``pending`` as soon as it is read (see :meth:`Fleet.collect`).
-        """
-        results, broken = self._fleet.collect(pending, take)
-        if not broken:
-            return results, []
-        if not self.reconnect:
-            channel, cause = broken[0]
-            raise self._sub_env_error(channel.indices[0], cause) from cause
-        reopened = reopen(
-            self._fleet, [c.indices[0] for c, _ in broken], [cause for _, cause in broken]
+        results, _ = self._connections.collect_or_reopen(
+            self._connections.send(ops),
+            reconnect=self.reconnect,
+            retry=ops,
+            reset=("reset", self._plain_reset),
         )
-        if retry is None:
-            return results, reopened
-        again: list[Op | None] = [None] * self.num_envs
-        for i in reopened:
-            again[i] = retry[i] or ("reset", self._plain_reset)
-        more, still_broken = self._fleet.collect(self._fleet.send(again))
-        if still_broken:
-            channel, cause = still_broken[0]
-            raise self._fleet.sub_env_error(channel.indices[0], cause, reconnect=True) from cause
-        return results + more, []
-
-    def _sub_env_error(self, index: int, cause: BaseException) -> SubEnvError:
-        return self._fleet.sub_env_error(index, cause, reconnect=self.reconnect)
+        return results
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``
@@ -496,7 +442,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         return self._buffers.action_masks(self._action_codec)
 
     def __repr__(self) -> str:
-        servers = sorted(set(self._fleet.urls)) if self._fleet.urls else []
+        servers = sorted(set(self._connections.urls))
         return f"OpenEnvVectorEnv(num_envs={self.num_envs}, servers={servers})"
 
 

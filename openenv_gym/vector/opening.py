@@ -33,38 +33,21 @@ from openenv_gym.errors import (
     ProtocolError,
     ServerReplyError,
 )
+from openenv_gym.vector.channels import (
+    CLOSE_FRAME,
+    STATE_FRAME,
+    BatchChannel,
+    Channel,
+    PlainChannel,
+)
 from openenv_gym.wire.batch import batch_open_message, check_batch_opened
 from openenv_gym.wire.compressed import ZSTD, compression_offer
 from openenv_gym.wire.encoding import resolve_encoding
-from openenv_gym.wire.messages import close_message, encode_message, state_message
-from openenv_gym.wire.shared_memory import ProbeFile, SharedArrayReader
+from openenv_gym.wire.messages import encode_message
+from openenv_gym.wire.shared_memory import ProbeFile
 
-#: The ``state`` request (a session accepted by a server answers it; a refused one gets
-#: ``CAPACITY_REACHED``).
-STATE_FRAME: Final = encode_message(state_message())
 #: Connections opened at once (threads), per server.
 PARALLEL_OPENS: Final = 8
-
-
-@dataclass(eq=False)
-class Channel:
-    """One connection and the sub-envs on it: K on a batch connection, else one.
-
-    Attributes:
-        session: The connection.
-        indices: The sub-envs it carries, in the order of the server's sessions.
-        shared: Reads the arrays the server puts in shared memory (a batch connection
-            that agreed to it, see :mod:`openenv_gym.wire.shared_memory`).
-    """
-
-    session: BlockingConnection
-    indices: list[int]
-    shared: SharedArrayReader | None = None
-
-    @property
-    def batch(self) -> bool:
-        """Whether this is an ``openenv-gym.batch.v1`` connection (K sessions)."""
-        return self.session.batch
 
 
 class SessionsRefusedError(Exception):
@@ -148,7 +131,7 @@ class Opener:
         if refused or failure is not None:
             close_all(connections)
             raise failure if failure is not None else SessionsRefusedError(refused)
-        return [Channel(c, [i]) for c, i in zip(connections, indices, strict=True)]
+        return [PlainChannel(c, i) for c, i in zip(connections, indices, strict=True)]
 
     def connect(
         self, url: str, sockets: Sequence[str], slots: range, *, batch: bool
@@ -267,7 +250,7 @@ class Opener:
             close_all(connections)
             raise failure if failure is not None else SessionsRefusedError(refused)
         return [
-            Channel(c, chunk, SharedArrayReader(borrow=self.borrow_shared) if agreed else None)
+            BatchChannel(c, chunk, shared_memory=agreed, borrow=self.borrow_shared)
             for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
         ]
 
@@ -302,15 +285,12 @@ def worker_connections(sessions: int, workers: int, step_seconds: float | None) 
 
 def close_all(connections: Sequence[BlockingConnection]) -> None:
     """Close every connection (saying ``close`` to the server). Never raises."""
-    farewell = encode_message(close_message())
     for connection in connections:
-        connection.close(farewell)
+        connection.close(CLOSE_FRAME)
 
 
 __all__ = [
     "SPREAD_SECONDS",
-    "STATE_FRAME",
-    "Channel",
     "Opener",
     "SessionsRefusedError",
     "close_all",

@@ -18,10 +18,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
+from gymnasium.vector import AutoresetMode
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.errors import VectorUsageError
 from openenv_gym.providers.fleet import FleetProvider, resolve_fleet, using_fleet
+from openenv_gym.wire.encoding import ENCODINGS, EncodingChoice, resolve_encoding
 
 
 def check_sessions_per_server(
@@ -74,6 +76,59 @@ def check_base_urls(base_url: str | Sequence[str] | None) -> list[str] | None:
             f"expected base_url to be a URL or a non-empty list of URLs, got {base_url!r}"
         )
     return urls
+
+
+def check_server_given(urls: list[str] | None, id: str | None) -> None:
+    """A vector env needs running servers (``base_url``) or an id that starts one."""
+    if urls is None and id is None:
+        raise VectorUsageError(
+            "no server given: pass base_url='http://HOST:PORT' (or a list of URLs), or an "
+            "id that starts an embedded server such as 'openenv/CartPole-v1'"
+        )
+
+
+def check_encoding(encoding: Any) -> EncodingChoice:
+    """What ``encoding=`` asks for (:func:`~openenv_gym.wire.encoding.resolve_encoding`).
+
+    Raises:
+        VectorUsageError: It is not one of :data:`~openenv_gym.wire.encoding.ENCODINGS`.
+    """
+    if encoding not in ENCODINGS:
+        raise VectorUsageError(
+            f"expected encoding to be one of {list(ENCODINGS)}, got {encoding!r}"
+        )
+    return resolve_encoding(encoding)
+
+
+def check_autoreset_mode(autoreset_mode: Any) -> AutoresetMode:
+    """The :class:`~gymnasium.vector.AutoresetMode` named by ``autoreset_mode``."""
+    try:
+        return AutoresetMode(autoreset_mode)
+    except ValueError:
+        raise VectorUsageError(
+            f"expected autoreset_mode to be one of {[m.value for m in AutoresetMode]}, "
+            f"got {autoreset_mode!r}"
+        ) from None
+
+
+def check_max_episode_steps(max_episode_steps: int | None) -> None:
+    """A client-side time limit is ``None`` or at least one step."""
+    if max_episode_steps is not None and max_episode_steps < 1:
+        raise VectorUsageError(f"expected max_episode_steps >= 1, got {max_episode_steps}")
+
+
+def spread_over(urls: Sequence[str], num_envs: int) -> dict[str, int]:
+    """How many of ``num_envs`` sessions each server gets, spread round-robin.
+
+    Example:
+        >>> spread_over(["http://a/", "http://b"], 3)
+        {'http://a': 2, 'http://b': 1}
+    """
+    needed: dict[str, int] = {}
+    for i in range(num_envs):
+        url = urls[i % len(urls)].rstrip("/")
+        needed[url] = needed.get(url, 0) + 1
+    return needed
 
 
 def make_template(
@@ -168,10 +223,15 @@ def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray | None:
 
 __all__ = [
     "accepts_parameter",
+    "check_autoreset_mode",
     "check_base_urls",
+    "check_encoding",
+    "check_max_episode_steps",
     "check_num_envs",
     "check_reset_mask",
+    "check_server_given",
     "check_sessions_per_server",
     "make_template",
     "seeds_for",
+    "spread_over",
 ]

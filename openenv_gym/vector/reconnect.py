@@ -1,85 +1,69 @@
-"""Reopening a vector env's broken connections (``reconnect=True``).
+"""How a vector env's broken connections are reopened (``reconnect=True``): the retries.
 
-A sub-env whose connection broke gets it back: every sub-env sharing that connection is
-reopened (an embedded server that died is restarted first), retrying with the fleet's
+:meth:`Connections.reopen <openenv_gym.vector.connections.Connections.reopen>` closes a
+broken connection and makes one attempt to open it again (restarting an embedded server
+that died); :func:`keep_trying` repeats that attempt with the fleet's
 :class:`~openenv_gym.vector.backoff.Backoff` while the failure may pass (nothing listens
-yet, the connection dropped, the server's slots are not free yet); a refusal that will not
-pass (a wrong token, not an OpenEnv server) fails at once.
+yet, the connection dropped, the server's slots are not free yet). A refusal that will not
+pass (a wrong token, not an OpenEnv server) ends it at once.
+
+Example:
+    >>> from openenv_gym.errors import AuthenticationError
+    >>> def refused() -> None:
+    ...     raise AuthenticationError("wrong token", url="http://127.0.0.1:8000")
+    >>> gave_up = keep_trying(refused, Backoff(budget=5.0))
+    >>> gave_up.attempts, str(gave_up.last)
+    (1, 'wrong token')
+    >>> keep_trying(lambda: None, Backoff()) is None
+    True
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from openenv_gym.client import is_healthy
 from openenv_gym.errors import AuthenticationError, NotAnOpenEnvServerError, OpenEnvGymError
-from openenv_gym.vector.fleet import Fleet
-from openenv_gym.vector.opening import close_all
+from openenv_gym.vector.backoff import Backoff
 
 
-def reopen(
-    fleet: Fleet, indices: Sequence[int], causes: Sequence[BaseException] | None = None
-) -> list[int]:
-    """Reopen the connections of ``indices``, restarting an owned server that died.
+@dataclass(frozen=True)
+class GaveUp:
+    """Why :func:`keep_trying` stopped without success.
 
-    Attempts are repeated with :attr:`Fleet.backoff` (see :mod:`openenv_gym.vector.backoff`)
-    while the failure may pass (nothing listens yet, the connection dropped, the server's
-    slots are not free yet); a refusal that will not pass (a wrong token, not an OpenEnv
-    server) fails at once. Returns every sub-env whose session was reopened (all those
-    sharing a connection with one of ``indices``).
-
-    Raises:
-        SubEnvError: Reconnecting failed; the message names why the session broke
-            (``causes``), the attempts made and the last error (its ``__cause__``).
+    Attributes:
+        attempts: How many attempts were made.
+        elapsed: Seconds from the first attempt to giving up.
+        last: The error of the last attempt.
     """
-    broken = [c for c in fleet.channels if any(i in c.indices for i in indices)]
-    affected = sorted(i for c in broken for i in c.indices)
-    fleet.channels = [c for c in fleet.channels if c not in broken]
-    close_all([c.session for c in broken])
-    for channel in broken:
-        if channel.shared is not None:
-            channel.shared.close()
-    first_cause = causes[0] if causes else None
+
+    attempts: int
+    elapsed: float
+    last: OpenEnvGymError
+
+
+def keep_trying(attempt: Callable[[], None], backoff: Backoff) -> GaveUp | None:
+    """Call ``attempt`` until it returns, waiting out ``backoff``'s delays between failures
+    (an :class:`~openenv_gym.errors.OpenEnvGymError`); ``None`` once it succeeded, else why
+    it gave up (the budget ran out, or a refusal that will not pass)."""
     started = time.monotonic()
     attempts = 0
-    delays = fleet.backoff.delays(start=started)
+    delays = backoff.delays(start=started)
     while True:
         attempts += 1
         try:
-            restart_dead_servers(fleet, affected)
-            fleet.open(affected, check_capacity=False)
-            return affected
+            attempt()
+            return None
         except OpenEnvGymError as exc:
-            last: OpenEnvGymError = exc
+            last = exc
         if isinstance(last, AuthenticationError | NotAnOpenEnvServerError):
             break
         delay = next(delays, None)
         if delay is None:
             break
         time.sleep(delay)
-    elapsed = time.monotonic() - started
-    broke = f"{first_cause}; " if first_cause is not None else ""
-    error = fleet.sub_env_error(
-        affected[0],
-        f"{broke}reconnecting failed after {attempts} attempt(s) over {elapsed:.1f}s "
-        f"(budget {fleet.backoff.budget:g}s); last error: {last}",
-        reconnect=True,
-    )
-    raise error from last
+    return GaveUp(attempts, time.monotonic() - started, last)
 
 
-def restart_dead_servers(fleet: Fleet, indices: Sequence[int]) -> None:
-    """Restart the servers this fleet started, for ``indices``, that do not answer."""
-    for url in {fleet.urls[i] for i in indices}:
-        provider = fleet.providers.get(url)
-        if provider is None or is_healthy(url, timeout=2.0):
-            continue
-        provider.stop()
-        new_url = provider.start().rstrip("/")
-        del fleet.providers[url]
-        fleet.providers[new_url] = provider
-        fleet.urls = [new_url if u == url else u for u in fleet.urls]
-
-
-__all__ = ["reopen", "restart_dead_servers"]
+__all__ = ["GaveUp", "keep_trying"]

@@ -31,8 +31,8 @@ from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, MAX_MISSES, BusyPoll
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import CompressedFrameError
 from openenv_gym.vector import OpenEnvVectorEnv
-from openenv_gym.vector.opening import Channel, Opener, close_all
-from openenv_gym.vector.round_trip import build_frames, parse_reply
+from openenv_gym.vector.channels import BatchChannel, Channel
+from openenv_gym.vector.opening import Opener, close_all
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result
 from openenv_gym.wire.compressed import COMPRESSED_MAGIC, ZSTD, FrameCompressor
 from openenv_gym.wire.messages import observation_message
@@ -81,10 +81,10 @@ class ScriptedBatchServer:
 
 
 def round_trip(channel: Channel, url: str) -> Any:
-    chosen, frames = build_frames([channel], STEP)
-    assert chosen == [channel]
-    channel.session.send(frames[0])
-    return parse_reply(channel, channel.session.receive(time.monotonic() + 20), url)
+    frame = channel.frame(STEP)
+    assert frame is not None
+    channel.session.send(frame)
+    return channel.parse(channel.session.receive(time.monotonic() + 20), url)
 
 
 # --------------------------------------------------------------------------- the offer
@@ -173,8 +173,9 @@ def test_through_a_link_the_shared_memory_probe_fails(remote_pong: tuple[str, in
         host, port = proxy.address
         channels = opener("auto").open_group(f"http://{host}:{port}", [0, 1], [], 1)
         try:
-            assert [c.batch for c in channels] == [True]
-            assert channels[0].shared is None
+            (channel,) = channels
+            assert isinstance(channel, BatchChannel)
+            assert not channel.shared_memory
         finally:
             close_all([c.session for c in channels])
 

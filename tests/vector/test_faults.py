@@ -21,7 +21,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.local import LocalServerProcess
 from openenv_gym.vector import RECONNECTED_KEY
-from openenv_gym.vector import fleet as fleet_module
+from openenv_gym.vector import connections as fleet_module
 from openenv_gym.vector.backoff import Backoff
 
 pytestmark = pytest.mark.timeout(90)

@@ -19,8 +19,8 @@ from openenv_gym.client.exchange import exchange_many
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import BinaryEncodingRefusedError, ServerReplyError
 from openenv_gym.server import ServerThread
-from openenv_gym.vector.opening import Channel, Opener, SessionsRefusedError, close_all
-from openenv_gym.vector.round_trip import build_frames, parse_reply
+from openenv_gym.vector.channels import Channel, close_channels
+from openenv_gym.vector.opening import Opener, SessionsRefusedError
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.encoding import BATCH, BINARY, JSON
 from tests.conftest import wait_for
@@ -77,10 +77,6 @@ def ours() -> Iterator[ServerThread]:
 
 def opener(encoding: str = "auto", *, batch: bool = True) -> Opener:
     return Opener(ConnectOptions(encoding=encoding, reply_timeout=20), encoding, batch, None)
-
-
-def close_channels(channels: list[Channel]) -> None:
-    close_all([channel.session for channel in channels])
 
 
 def test_our_server_agrees_to_batch_and_opens_every_session_on_one_connection(
@@ -173,12 +169,13 @@ def test_an_official_server_at_capacity_refuses_the_extra_sessions(official_url:
 
 
 def round_trip(channels: list[Channel], ops: list[Any], url: str) -> list[Any]:
-    chosen, frames = build_frames(channels, ops)
-    replies = exchange_many([c.session for c in chosen], frames, 20.0)
+    chosen = [(channel, channel.frame(ops)) for channel in channels]
+    sent = [(channel, frame) for channel, frame in chosen if frame is not None]
+    replies = exchange_many([c.session for c, _ in sent], [f for _, f in sent], 20.0)
     results = []
-    for channel, raw in zip(chosen, replies, strict=True):
+    for (channel, _), raw in zip(sent, replies, strict=True):
         assert not isinstance(raw, BaseException), raw
-        results.append((channel, parse_reply(channel, raw, url)))
+        results.append((channel, channel.parse(raw, url)))
     return results
 
 

@@ -23,7 +23,7 @@ from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError, SubEnvError
 from openenv_gym.server import ServerThread
 from openenv_gym.vector import RECONNECTED_KEY
-from openenv_gym.vector import fleet as fleet_module
+from openenv_gym.vector import connections as fleet_module
 from openenv_gym.vector.backoff import Backoff
 
 pytestmark = pytest.mark.timeout(90)

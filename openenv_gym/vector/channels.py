@@ -1,0 +1,219 @@
+"""The connections of a vector env, two kinds behind one interface.
+
+A :class:`PlainChannel` is one plain OpenEnv session on its own connection (an official
+server, or ``encoding="json"``): one sub-env, the plain ``step``/``reset``/``state``
+messages. A :class:`BatchChannel` carries K sessions on one connection
+(``openenv-gym.batch.v1``): one ``batch_step`` frame for the ops of its K sub-envs, one
+``batch_result`` back, and the observation arrays the server may put in shared memory
+(read through its own :class:`~openenv_gym.wire.shared_memory.SharedArrayReader`, which
+nothing outside this module sees). Both build their frame of a round trip, parse its
+reply into a :class:`~openenv_gym.wire.batch.BatchResult`, ask for and read the sessions'
+state, and close.
+
+Example:
+    >>> PlainChannel.batch, BatchChannel.batch
+    (False, True)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
+
+from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.errors import ProtocolError
+from openenv_gym.vector.round_trip import (
+    Op,
+    batch_step_frame,
+    frame_of_plain,
+    naming_sub_envs,
+)
+from openenv_gym.wire.batch import (
+    BatchResult,
+    batch_state_message,
+    parse_batch_result,
+    parse_batch_states,
+)
+from openenv_gym.wire.messages import (
+    ObservationReply,
+    StateReply,
+    close_message,
+    encode_message,
+    state_message,
+)
+from openenv_gym.wire.shared_memory import SharedArrayReader
+
+#: The OpenEnv ``close`` message, said to the server before a connection closes.
+CLOSE_FRAME: Final = encode_message(close_message())
+#: The ``state`` request of a plain session.
+STATE_FRAME: Final = encode_message(state_message())
+#: The ``batch_state`` request of a batch connection (every session's state).
+BATCH_STATE_FRAME: Final = encode_message(batch_state_message())
+
+
+class Channel(ABC):
+    """One connection and the sub-envs on it (in the order of the server's sessions).
+
+    Attributes:
+        session: The connection.
+        indices: The sub-envs it carries.
+    """
+
+    #: Whether the connection carries several sessions (``openenv-gym.batch.v1``).
+    batch: ClassVar[bool]
+    session: BlockingConnection
+    indices: list[int]
+
+    @abstractmethod
+    def frame(
+        self,
+        ops: Sequence[Op | None],
+        *,
+        same_step_reset: Mapping[str, Any] | None = None,
+        last: Sequence[bool] | None = None,
+    ) -> str | bytes | None:
+        """The frame that sends this connection's ops (``ops[i]`` for sub-env ``i``;
+        ``None``: leave it alone), or ``None`` when none of its sub-envs has one.
+
+        ``same_step_reset`` asks a batch connection to reset an episode that ends in the
+        same round trip (``last[i]``: the step is the last of sub-env ``i``'s episode by a
+        client-side time limit); a plain connection ignores both.
+        """
+
+    @abstractmethod
+    def parse(self, raw: str | bytes, url: str) -> BatchResult:
+        """The result of this connection's reply to :meth:`frame`; errors name the sub-env.
+
+        Raises:
+            ServerReplyError: The server answered an op with an error.
+            ProtocolError: The reply is not a valid OpenEnv (or batch) message.
+        """
+
+    @abstractmethod
+    def state_frame(self) -> str:
+        """The request for the server-side state of this connection's sessions."""
+
+    @abstractmethod
+    def parse_states(self, raw: str | bytes, url: str) -> list[dict[str, Any]]:
+        """The state of each sub-env (in :attr:`indices` order) from the reply to
+        :meth:`state_frame`."""
+
+    def close(self) -> None:
+        """Say ``close`` to the server and close the connection. Idempotent, never raises."""
+        self.session.close(CLOSE_FRAME)
+
+
+class PlainChannel(Channel):
+    """A connection of one plain OpenEnv session (sub-env ``index``)."""
+
+    batch = False
+
+    def __init__(self, session: BlockingConnection, index: int) -> None:
+        self.session = session
+        self.indices = [index]
+
+    def frame(
+        self,
+        ops: Sequence[Op | None],
+        *,
+        same_step_reset: Mapping[str, Any] | None = None,
+        last: Sequence[bool] | None = None,
+    ) -> str | None:
+        op = ops[self.indices[0]]
+        return None if op is None else frame_of_plain(op)
+
+    def parse(self, raw: str | bytes, url: str) -> BatchResult:
+        with naming_sub_envs(self.indices, url):
+            reply = self.session.encoding.parse_reply(raw, url=url)
+        if not isinstance(reply, ObservationReply):
+            raise ProtocolError(
+                f"expected an 'observation' reply from sub-env {self.indices[0]} at {url}, "
+                "got a 'state' reply",
+                received=reply,
+            )
+        return BatchResult.of_reply(reply)
+
+    def state_frame(self) -> str:
+        return STATE_FRAME
+
+    def parse_states(self, raw: str | bytes, url: str) -> list[dict[str, Any]]:
+        reply = self.session.encoding.parse_reply(raw, url=url)
+        return [reply.state if isinstance(reply, StateReply) else dict(reply.observation)]
+
+
+class BatchChannel(Channel):
+    """A connection of ``len(indices)`` sessions (``openenv-gym.batch.v1``).
+
+    Args:
+        session: The connection (its ``batch_open`` answered).
+        indices: The sub-envs of its sessions, in the server's order.
+        shared_memory: The server agreed to put observation arrays in shared memory.
+        borrow: Read those arrays as views, valid until the next request on the connection
+            (the caller copies every row out before then), instead of copies.
+    """
+
+    batch = True
+
+    def __init__(
+        self,
+        session: BlockingConnection,
+        indices: list[int],
+        *,
+        shared_memory: bool = False,
+        borrow: bool = False,
+    ) -> None:
+        self.session = session
+        self.indices = indices
+        self._shared = SharedArrayReader(borrow=borrow) if shared_memory else None
+
+    @property
+    def shared_memory(self) -> bool:
+        """Whether observation arrays come through shared memory on this connection."""
+        return self._shared is not None
+
+    def frame(
+        self,
+        ops: Sequence[Op | None],
+        *,
+        same_step_reset: Mapping[str, Any] | None = None,
+        last: Sequence[bool] | None = None,
+    ) -> bytes | None:
+        return batch_step_frame(self.indices, ops, same_step_reset=same_step_reset, last=last)
+
+    def parse(self, raw: str | bytes, url: str) -> BatchResult:
+        with naming_sub_envs(self.indices, url):
+            return parse_batch_result(
+                raw, url=url, shared=self._shared, limit=self.session.max_message_size
+            )
+
+    def state_frame(self) -> str:
+        return BATCH_STATE_FRAME
+
+    def parse_states(self, raw: str | bytes, url: str) -> list[dict[str, Any]]:
+        return parse_batch_states(raw, url=url)
+
+    def close(self) -> None:
+        """Close the connection, then unmap its shared-memory files. Idempotent."""
+        try:
+            super().close()
+        finally:
+            if self._shared is not None:
+                self._shared.close()
+
+
+def close_channels(channels: Sequence[Channel]) -> None:
+    """Close every channel (:meth:`Channel.close`). Never raises."""
+    for channel in channels:
+        channel.close()
+
+
+__all__ = [
+    "BATCH_STATE_FRAME",
+    "CLOSE_FRAME",
+    "STATE_FRAME",
+    "BatchChannel",
+    "Channel",
+    "PlainChannel",
+    "close_channels",
+]
