@@ -42,8 +42,12 @@ The rule a connection uses (:func:`compression_offer`, :func:`compression_accept
   ``ZstdDecompressor().decompress(blob, max_output_size=n)`` alone does *not* bound a frame
   that declares its size: a 3 KB frame would expand to 100 MB.
 
-A single env's connection (one session, ``openenv-gym.binary.v1``) does not compress: it
-is one round trip per step, and only batch connections carry the agreement.
+A single env's connection (one session) agrees to it by its WebSocket subprotocol
+instead: the client offers :data:`BINARY_ZSTD_SUBPROTOCOL` before ``openenv-gym.binary.v1``
+by the same rule (its URL's host decides "loopback"), and our server then packs each binary
+observation frame that pays (:func:`pack_frame`). An official server agrees to neither. A
+single session unpacks under the default client limit
+(:data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`), not its own ``max_message_size``.
 
 Example:
     >>> import numpy as np
@@ -71,6 +75,8 @@ from openenv_gym.errors import CompressedFrameError, UnknownCompressionError
 
 #: The first four bytes of a compressed frame.
 COMPRESSED_MAGIC: Final = b"OGZ1"
+#: The subprotocol of a single session whose observation frames may come packed.
+BINARY_ZSTD_SUBPROTOCOL: Final = "openenv-gym.binary-zstd.v1"
 #: The one codec, its name in ``batch_open`` / ``batch_opened``.
 ZSTD: Final = "zstd"
 #: The values of ``compression=``.
@@ -86,6 +92,7 @@ MIN_RATIO: Final = 2.0
 RECHECK_FRAMES: Final = 1024
 
 _DECOMPRESSOR: Final = zstandard.ZstdDecompressor()
+_ONE_SHOT: Final = zstandard.ZstdCompressor(level=LEVEL, write_content_size=True)
 
 
 def check_compression(compression: str) -> str:
@@ -123,6 +130,18 @@ def compression_accepted(offered: Any, *, shared_memory: bool) -> bool:
 def is_compressed_frame(frame: Any) -> bool:
     """Whether ``frame`` is a compressed frame (starts with :data:`COMPRESSED_MAGIC`)."""
     return isinstance(frame, bytes) and frame.startswith(COMPRESSED_MAGIC)
+
+
+def pack_frame(frame: bytes) -> bytes:
+    """``frame`` compressed when it is at least :data:`MIN_COMPRESSED_BYTES` and shrinks
+    :data:`MIN_RATIO` times, else ``frame`` itself (a single session's rule: one try per
+    frame; a batch connection's :class:`FrameCompressor` also pauses)."""
+    if len(frame) < MIN_COMPRESSED_BYTES:
+        return frame
+    packed = _ONE_SHOT.compress(frame)
+    if len(packed) * MIN_RATIO > len(frame):
+        return frame
+    return COMPRESSED_MAGIC + packed
 
 
 class FrameCompressor:
@@ -199,6 +218,7 @@ def unpack_frame(frame: bytes, *, limit: int) -> bytes:
 
 
 __all__ = [
+    "BINARY_ZSTD_SUBPROTOCOL",
     "COMPRESSED_MAGIC",
     "COMPRESSION_SETTINGS",
     "DEFAULT_COMPRESSION",
@@ -212,5 +232,6 @@ __all__ = [
     "compression_accepted",
     "compression_offer",
     "is_compressed_frame",
+    "pack_frame",
     "unpack_frame",
 ]

@@ -1,9 +1,10 @@
-"""Compressed result frames on our server's batch connections, over real WebSocket frames.
+"""Compressed frames from our server, over real WebSocket frames.
 
 A Pong server on 127.0.0.1: compression agreed in ``batch_open`` packs the result frames
 (the same observations as an uncompressed connection), never together with shared memory,
 and every hostile packed frame a client sends (a zip bomb, no declared size, a lying size,
-a corrupt payload) gets an ``INVALID_JSON`` error reply while the connection lives on.
+a corrupt payload) gets an ``INVALID_JSON`` error reply while the connection lives on. A
+single session agrees by its subprotocol and gets packed screens.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from openenv_gym.wire.batch import (
     batch_step_message,
     parse_batch_result,
 )
-from openenv_gym.wire.binary import MAGIC
-from openenv_gym.wire.compressed import COMPRESSED_MAGIC, ZSTD
-from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MAGIC, parse_frame
+from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, COMPRESSED_MAGIC, ZSTD
+from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT, ObservationReply
 from openenv_gym.wire.shared_memory import ProbeFile
 from tests.server.conftest import Wire
 
@@ -175,3 +176,31 @@ def test_a_packed_frame_without_the_agreement_is_invalid_json(
     assert error["code"] == "INVALID_JSON"
     _, result = step(ws, STEPS)
     assert result.indices == [0, 1]
+
+
+# --------------------------------------------------------------------------- single sessions
+
+
+def test_a_single_session_agrees_by_subprotocol_and_gets_packed_screens(
+    pong_url: str, closing: contextlib.ExitStack
+) -> None:
+    offered = [BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]
+    packed_ws = closing.enter_context(Wire.open(pong_url, subprotocols=offered))
+    plain_ws = closing.enter_context(Wire.open(pong_url, subprotocols=[BINARY_SUBPROTOCOL]))
+    assert packed_ws.subprotocol == BINARY_ZSTD_SUBPROTOCOL
+    assert plain_ws.subprotocol == BINARY_SUBPROTOCOL
+    requests: list[dict[str, Any]] = [{"type": "reset", "data": {"seed": 3}}]
+    requests += [{"type": "step", "data": {"action_id": a}} for a in (2, 3, 2)]
+    for request in requests:
+        small = ask_raw(packed_ws, request)
+        large = ask_raw(plain_ws, request)
+        assert isinstance(small, bytes)
+        assert isinstance(large, bytes)
+        assert small.startswith(COMPRESSED_MAGIC)
+        assert large.startswith(MAGIC)
+        assert len(small) * 20 < len(large)
+        ours, theirs = parse_frame(small), parse_frame(large)
+        assert isinstance(ours, ObservationReply)
+        assert isinstance(theirs, ObservationReply)
+        np.testing.assert_array_equal(ours.observation["screen"], theirs.observation["screen"])
+        assert ours.reward == theirs.reward

@@ -17,9 +17,10 @@ from openenv_gym.errors import (
     ProtocolError,
     UnknownCompressionError,
 )
-from openenv_gym.wire.batch import encode_batch_result, parse_batch_result
-from openenv_gym.wire.binary import encode_frame, load_frame
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result, parse_batch_result
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_frame, load_frame
 from openenv_gym.wire.compressed import (
+    BINARY_ZSTD_SUBPROTOCOL,
     COMPRESSED_MAGIC,
     MIN_COMPRESSED_BYTES,
     RECHECK_FRAMES,
@@ -29,9 +30,17 @@ from openenv_gym.wire.compressed import (
     compression_accepted,
     compression_offer,
     is_compressed_frame,
+    pack_frame,
     unpack_frame,
 )
-from openenv_gym.wire.messages import observation_message
+from openenv_gym.wire.encoding import (
+    BINARY,
+    BINARY_ZSTD,
+    accept_subprotocol,
+    encoding_of,
+    resolve_encoding,
+)
+from openenv_gym.wire.messages import ObservationReply, observation_message
 
 LIMIT = 1024 * 1024
 
@@ -205,3 +214,41 @@ def test_unknown_compression_values_are_refused_with_the_choices(bad: object) ->
 def test_connect_options_carry_the_switch() -> None:
     assert ConnectOptions().compression == "auto"
     assert ConnectOptions(compression="off").replace(compression="zstd").compression == "zstd"
+
+
+# --------------------------------------------------------------------------- single sessions
+
+
+def test_pack_frame_packs_what_pays_and_nothing_else() -> None:
+    screen = screen_frame()
+    assert is_compressed_frame(pack_frame(screen))
+    noise = noise_frame()
+    assert pack_frame(noise) is noise
+    small = encode_frame({"type": "observation"}, [(["x"], np.zeros(4, np.float32))])
+    assert pack_frame(small) is small
+
+
+def test_a_single_session_offers_the_packed_encoding_only_where_it_pays() -> None:
+    choice = resolve_encoding("auto")
+    assert choice.subprotocols() == [BINARY_SUBPROTOCOL]
+    assert choice.subprotocols(compressed=True) == [BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]
+    assert choice.subprotocols(batch=True, compressed=True)[0] == BATCH_SUBPROTOCOL
+    assert resolve_encoding("json").subprotocols(compressed=True) == []
+    agreed = encoding_of(accept_subprotocol([BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]))
+    assert agreed is BINARY_ZSTD
+    assert agreed.implies(BINARY)
+    resolve_encoding("binary").check_agreed(agreed, "ws://x")  # binary is implied
+
+
+def test_the_packed_encoding_writes_screens_packed_and_reads_them_back() -> None:
+    screen = np.full((210, 160, 3), 7, np.uint8)
+    message = observation_message({"screen": screen, "lives": 3}, 1.0, False)
+    frame, text = BINARY_ZSTD.encode_reply(message)
+    assert not text
+    assert is_compressed_frame(frame)
+    reply = BINARY_ZSTD.parse_reply(frame)
+    assert isinstance(reply, ObservationReply)
+    np.testing.assert_array_equal(reply.observation["screen"], screen)
+    # Small observations stay JSON, exactly as on a binary session.
+    small = observation_message({"x": np.zeros(2, np.float32)}, 0.0, False)
+    assert BINARY_ZSTD.encode_reply(small) == BINARY.encode_reply(small)
