@@ -423,3 +423,17 @@ class FleetConfigError(OpenEnvGymError, ValueError):
 
 
 __all__ += ["FleetConfigError", "RayUnavailableError"]
+
+
+# --------------------------------------------------------------------------- benchmark links
+
+
+class LinkProfileError(OpenEnvGymError, ValueError):
+    """A ``--link`` value of the benchmark suite names no profile and is no valid custom link."""
+
+
+class LinkProxyError(OpenEnvGymError, RuntimeError):
+    """The link-emulating proxy of the benchmark suite could not start or reach its target."""
+
+
+__all__ += ["LinkProfileError", "LinkProxyError"]

@@ -13,6 +13,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from openenv_gym.bench.links import PROFILES, LinkProfile
 from openenv_gym.bench.measure import ContenderUnavailableError
 
 
@@ -32,6 +33,7 @@ class EnvSpec:
         envpool_id: The envpool task id.
         envpool_kwargs: ``envpool.make`` keyword arguments matching ``make_kwargs``.
         requires_module: A module the raw env and our server need (``ale_py``), or ``None``.
+        raw_obs_bytes: One observation as raw array bytes (for a link's bandwidth bound).
     """
 
     name: str
@@ -45,6 +47,7 @@ class EnvSpec:
     envpool_id: str
     envpool_kwargs: dict[str, Any]
     requires_module: str | None = None
+    raw_obs_bytes: int = 0
 
 
 ENV_SPECS: Final[dict[str, EnvSpec]] = {
@@ -59,6 +62,7 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
         official_action_field="action",
         envpool_id="CartPole-v1",
         envpool_kwargs={},
+        raw_obs_bytes=4 * 4,  # four float32
     ),
     "Pong": EnvSpec(
         name="Pong",
@@ -94,6 +98,7 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
             "noop_max": 1,
         },
         requires_module="ale_py",
+        raw_obs_bytes=210 * 160 * 3,  # one RGB screen
     ),
 }
 
@@ -113,6 +118,7 @@ class Settings:
             default).
         contenders: Contender keys to run (``None``: all).
         seed: The action stream seed.
+        link: Where the servers stand (see :mod:`openenv_gym.bench.links`).
     """
 
     envs: Sequence[str]
@@ -124,6 +130,7 @@ class Settings:
     busy_poll_us: int | None = None
     contenders: Sequence[str] | None = None
     seed: int = 0
+    link: LinkProfile = PROFILES["loopback"]
 
 
 @dataclass
@@ -165,10 +172,17 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     A server that cannot start is not fatal: ``context.server_problem`` says why, and the
     contenders that need it are skipped with that reason.
     """
+    from openenv_gym.bench.link_server import PrivateShmServerProcess, linked_url
     from openenv_gym.providers import LocalServerProcess
 
     spec, settings = context.spec, context.settings
+    link = settings.link
     context.server_problem = missing_module(spec.requires_module)
+    if link.server_source == "docker":
+        context.server_problem = (
+            "--link docker is recorded (servers through openenv/Docker-v0) but not wired into "
+            "the suite yet; use --link loopback, lan, wan or rtt_ms=..,mbit=.."
+        )
     if context.server_problem:
         yield context
         return
@@ -180,15 +194,43 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     with ExitStack() as stack:
         try:
             for _ in range(settings.servers):
-                server = LocalServerProcess(serve_args)
+                server = (PrivateShmServerProcess if link.emulated else LocalServerProcess)(
+                    serve_args
+                )
                 stack.callback(server.stop)
-                context.urls.append(server.start())
+                url = server.start()
+                if link.proxied:
+                    url = stack.enter_context(linked_url(url, link))
+                context.urls.append(url)
         except Exception as exc:
             context.urls.clear()
             context.server_problem = f"our server did not start: {one_line(exc)}"
         else:
             log(f"[{spec.name}] servers: {', '.join(context.urls)} ({' '.join(serve_args)})")
+            if link.emulated:
+                context.notes += link_notes(spec, settings)
         yield context
+
+
+def link_notes(spec: EnvSpec, settings: Settings) -> list[str]:
+    """The report's notes on an emulated link: what it is, its limits per N, the proxy's own."""
+    from openenv_gym.bench.link_server import proxy_ceiling
+
+    link = settings.link
+    limits = "; ".join(
+        f"N={n}: {link.bounds(n, spec.raw_obs_bytes)}" for n in sorted({1, *settings.sizes})
+    )
+    shared = (
+        "one link per server: --servers S multiplies the bandwidth by S"
+        if settings.servers > 1
+        else "every connection shares the one link"
+    )
+    return [
+        f"link {link.describe()}; {shared}",
+        f"{spec.name} over link {link.name}, its limits (one round trip per vector step; raw "
+        f"observation bytes): {limits}",
+        *([proxy_ceiling().describe()] if link.proxied else []),
+    ]
 
 
 def one_line(exc: BaseException) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+from openenv_gym.bench.links import link_argument
 from openenv_gym.cli.arguments import microseconds, positive_int, positive_seconds
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
@@ -168,6 +169,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "0: off (default: the servers' own, see `openenv-gym serve gymnasium --help`)",
     )
     parser.add_argument(
+        "--link",
+        type=link_argument,
+        default=None,
+        metavar="LINK",
+        help="where our servers stand: loopback (this host, every same-host shortcut), "
+        "docker (openenv/Docker-v0; not wired yet), lan (1 Gbit/s, 0.5 ms round trip), wan "
+        "(100 Mbit/s, 20 ms) or custom values rtt_ms=..,mbit=.. (delay_ms=.. for the one-way "
+        "delay); lan, wan and custom start the servers with a private /dev/shm, as on another "
+        "host, behind a proxy on 127.0.0.1 with that delay and bandwidth "
+        "(default: loopback)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -211,6 +224,7 @@ def conflicts(args: argparse.Namespace) -> str:
             ("--servers", args.servers != 1),
             ("--workers", args.workers is not None),
             ("--busy-poll-us", args.busy_poll_us is not None),
+            ("--link", getattr(args, "link", None) is not None),
         )
         if given
     ]

@@ -17,6 +17,7 @@ from typing import Any
 
 from openenv_gym.bench.contenders import CONTENDERS, Contender
 from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_servers
+from openenv_gym.bench.links import PROFILES
 from openenv_gym.bench.measure import ActionStream
 from openenv_gym.bench.options import (
     DEFAULT_SECONDS,
@@ -41,6 +42,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         workers=workers("auto") if args.workers is None else int(args.workers),
         busy_poll_us=None if args.busy_poll_us is None else int(args.busy_poll_us),
         contenders=args.contenders,
+        link=args.link or PROFILES["loopback"],
     )
 
 
@@ -90,6 +92,8 @@ def describe(settings: Settings) -> str:
         words.append(f"--workers {settings.workers}")
     if settings.busy_poll_us is not None:
         words.append(f"--busy-poll-us {settings.busy_poll_us}")
+    if settings.link.name != "loopback":
+        words.append(f"--link {settings.link.name}")
     if settings.contenders:
         words.append(f"--contenders {','.join(settings.contenders)}")
     return "`" + " ".join(words) + "`"
