@@ -46,6 +46,11 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.server.admission import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_PENDING,
+    Admission,
+)
 from openenv_gym.server.batch import BatchHandler
 from openenv_gym.server.connection import (
     MessageHandler,
@@ -96,6 +101,10 @@ class OpenEnvServer:
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
         busy_poll: Seconds to spin on the connections after a reply, waiting for the next
             request awake (:mod:`openenv_gym.busy_poll`); ``0`` sleeps at once.
+        handshake_timeout: Seconds a new connection has to send its whole request head
+            (handshake, route or body request) before it is dropped (:mod:`.admission`).
+        max_pending: Connections per process that may wait for their request head at once;
+            beyond it the oldest is dropped.
 
     Raises:
         ValueError: A limit is not positive.
@@ -114,6 +123,8 @@ class OpenEnvServer:
         max_message_size: int = SERVER_INBOUND_LIMIT,
         token: str | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_pending: int = DEFAULT_MAX_PENDING,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
@@ -148,6 +159,7 @@ class OpenEnvServer:
         self.routes.add_body_route("POST", RESET_PATH, http_api.reset)
         self.routes.add_body_route("POST", STEP_PATH, http_api.step)
         self._connections: set[ServerConnection] = set()
+        self.admission = Admission(handshake_timeout=handshake_timeout, max_pending=max_pending)
         self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
         self._calibration: asyncio.Future[Any] | None = None
         self._server: asyncio.Server | None = None
@@ -235,6 +247,7 @@ class OpenEnvServer:
             raise RuntimeError(f"the server is already listening on {self.url}")
         loop = asyncio.get_running_loop()
         remove_stale_files()  # shared-memory files of server processes that died
+        self.admission.start()  # the descriptor budget, before the listening sockets
         # Frames up to the hard cap are read (and answered with an error above
         # max_message_size); larger ones close the connection with 1009.
         factory = connection_factory(self, max_size=HARD_CAP_FACTOR * self.max_message_size)
@@ -373,13 +386,25 @@ class OpenEnvServer:
         """The spin after replies, shared by this process's connections."""
         return self._busy_poller
 
-    def connection_opened(self, connection: ServerConnection) -> None:
-        """Track an accepted connection (:meth:`stop` closes them all)."""
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a new connection has to send its whole request head."""
+        return self.admission.handshake_timeout
+
+    def connection_opened(self, connection: ServerConnection) -> bool:
+        """Track an accepted connection (:meth:`stop` closes them all); ``False`` when the
+        process has no room for it (:mod:`.admission`)."""
         self._connections.add(connection)
+        return self.admission.opened(connection)
+
+    def request_received(self, connection: ServerConnection) -> None:
+        """``connection`` sent its request head: it is no longer pending."""
+        self.admission.request_received(connection)
 
     def connection_closed(self, connection: ServerConnection) -> None:
         """Forget a closed connection."""
         self._connections.discard(connection)
+        self.admission.closed(connection)
 
 
 __all__ = [

@@ -83,8 +83,16 @@ class ConnectionHooks(Protocol):
     ) -> Awaitable[Response]:
         """The response to a request with a body."""
 
-    def connection_opened(self, connection: ServerConnection) -> None:
-        """Remember ``connection`` (it was just accepted)."""
+    def connection_opened(self, connection: ServerConnection) -> bool:
+        """Remember ``connection`` (it was just accepted); ``False``: close it at once
+        (the server has no room for it)."""
+
+    def request_received(self, connection: ServerConnection) -> None:
+        """``connection`` sent its whole request head (it is no longer pending)."""
+
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a new connection has to send its whole request head."""
 
     def connection_closed(self, connection: ServerConnection) -> None:
         """Forget ``connection`` (it is gone)."""
@@ -121,6 +129,7 @@ class ServerConnection(asyncio.Protocol):
         self._poller = hooks.busy_poller
         self._fd = -1
         self._delivered = False
+        self._deadline: asyncio.TimerHandle | None = None
         self.closed = asyncio.get_running_loop().create_future()
 
     # ----------------------------------------------------------------- properties
@@ -139,7 +148,12 @@ class ServerConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # a stream server's transport
-        self.hooks.connection_opened(self)
+        if not self.hooks.connection_opened(self):
+            transport.abort()  # type: ignore[attr-defined]  # a stream server's transport
+            return
+        self._deadline = asyncio.get_running_loop().call_later(
+            self.hooks.handshake_timeout, self._handshake_expired
+        )
         if self._poller is not None:
             sock = transport.get_extra_info("socket")
             if sock is not None:
@@ -195,6 +209,8 @@ class ServerConnection(asyncio.Protocol):
             self._poller.unregister(self._fd)
         if self._close_timer is not None:
             self._close_timer.cancel()
+        if self._deadline is not None:
+            self._deadline.cancel()
         handler, self.handler = self.handler, None
         if handler is not None:
             try:
@@ -261,6 +277,20 @@ class ServerConnection(asyncio.Protocol):
 
     # ----------------------------------------------------------------- requests
 
+    def _handshake_expired(self) -> None:
+        self._deadline = None
+        logger.debug(
+            "dropped a connection that sent no complete request within %.1f s",
+            self.hooks.handshake_timeout,
+        )
+        self.abort()
+
+    def _request_received(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+            self.hooks.request_received(self)
+
     def _sniff(self, data: bytes) -> bytes:
         """Route the first bytes of a connection: ``GET`` goes on to ``websockets``, other
         methods to the body-request reader. Returns what ``websockets`` should parse."""
@@ -273,11 +303,14 @@ class ServerConnection(asyncio.Protocol):
         if head.startswith(_GET):
             return head
         assert self.transport is not None  # data comes after connection_made
-        self._body_reader = BodyRequestReader(self.transport, self.hooks.answer_body_request)
+        self._body_reader = BodyRequestReader(
+            self.transport, self.hooks.answer_body_request, self._request_received
+        )
         self._body_reader.feed(head)
         return b""
 
     def _take_request(self, request: Request) -> None:
+        self._request_received()
         try:
             answer = self.hooks.process_request(self, request)
         except Exception as exc:
