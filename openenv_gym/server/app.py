@@ -60,6 +60,7 @@ from openenv_gym.server.connection import (
 )
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.event_loop import new_server_loop
+from openenv_gym.server.heartbeat import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Heartbeat
 from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
@@ -105,6 +106,10 @@ class OpenEnvServer:
             (handshake, route or body request) before it is dropped (:mod:`.admission`).
         max_pending: Connections per process that may wait for their request head at once;
             beyond it the oldest is dropped.
+        ping_interval: Seconds between pings of silent WebSocket connections
+            (:mod:`.heartbeat`); ``None``: never ping, silent clients keep their sessions.
+        ping_timeout: Seconds a ping may go unanswered before the connection is dropped and
+            its sessions freed.
 
     Raises:
         ValueError: A limit is not positive.
@@ -125,6 +130,8 @@ class OpenEnvServer:
         busy_poll: float = DEFAULT_BUSY_POLL,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_pending: int = DEFAULT_MAX_PENDING,
+        ping_interval: float | None = DEFAULT_PING_INTERVAL,
+        ping_timeout: float = DEFAULT_PING_TIMEOUT,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
@@ -160,6 +167,11 @@ class OpenEnvServer:
         self.routes.add_body_route("POST", STEP_PATH, http_api.step)
         self._connections: set[ServerConnection] = set()
         self.admission = Admission(handshake_timeout=handshake_timeout, max_pending=max_pending)
+        self.heartbeat = (
+            Heartbeat(ping_interval=ping_interval, ping_timeout=ping_timeout)
+            if ping_interval is not None
+            else None
+        )
         self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
         self._calibration: asyncio.Future[Any] | None = None
         self._server: asyncio.Server | None = None
@@ -261,6 +273,8 @@ class OpenEnvServer:
         self._stop_requested = asyncio.Event()
         self._stop_task = None
         self.sessions.start()
+        if self.heartbeat is not None:
+            self.heartbeat.start(lambda: self._connections)
         sockname = next(iter(self._server.sockets)).getsockname()
         self.host, self.port = host, int(sockname[1])
         logger.info("OpenEnv server listening on %s", self.url)
@@ -291,6 +305,8 @@ class OpenEnvServer:
             if self.unix_path is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(self.unix_path)
+        if self.heartbeat is not None:
+            await self.heartbeat.stop()
         await self.sessions.stop()
         if self._stop_requested is not None:
             self._stop_requested.set()

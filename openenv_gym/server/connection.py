@@ -130,6 +130,10 @@ class ServerConnection(asyncio.Protocol):
         self._fd = -1
         self._delivered = False
         self._deadline: asyncio.TimerHandle | None = None
+        #: Bytes arrived since the heartbeat last looked (:mod:`.heartbeat`).
+        self.heard = True
+        #: ``time.monotonic()`` of the heartbeat's unanswered ping, or ``None``.
+        self.pinged_at: float | None = None
         self.closed = asyncio.get_running_loop().create_future()
 
     # ----------------------------------------------------------------- properties
@@ -161,6 +165,7 @@ class ServerConnection(asyncio.Protocol):
                 self._poller.register(self._fd)
 
     def data_received(self, data: bytes) -> None:
+        self.heard = True
         if self._body_reader is not None:
             self._body_reader.feed(data)
             return
@@ -240,6 +245,12 @@ class ServerConnection(asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._deferred_flush)
+
+    def ping(self) -> None:
+        """Send a ping frame (the peer's pong, or anything it sends, shows it is alive)."""
+        if self.open:
+            self.protocol.send_ping(b"")
+            self._flush()
 
     def _deferred_flush(self) -> None:
         self._flush_scheduled = False
