@@ -79,6 +79,10 @@ HARD_CAP_FACTOR: Final = 2
 
 #: Seconds :meth:`OpenEnvServer.stop` waits for connections to close before dropping them.
 STOP_TIMEOUT: Final = 10.0
+#: Seconds a stop asked by SIGTERM/SIGINT or :meth:`OpenEnvServer.request_stop` waits for the
+#: peers' close frames: a client that reads answers at once; one that does not (a parent
+#: exiting without ``close()``) must not hold the exit for the full close timeout.
+PROMPT_STOP_GRACE: Final = 0.25
 
 
 def format_url(host: str, port: int) -> str:
@@ -180,6 +184,7 @@ class OpenEnvServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
         self._stop_task: asyncio.Task[None] | None = None
+        self._stop_grace = STOP_TIMEOUT
         self.host: str | None = None
         self.port: int | None = None
         #: Processes serving this port (a :class:`~openenv_gym.server.workers.WorkerGroup`
@@ -280,15 +285,20 @@ class OpenEnvServer:
         logger.info("OpenEnv server listening on %s", self.url)
         return self.port
 
-    async def stop(self) -> None:
-        """Close every session and its environment, and stop listening. Idempotent."""
+    async def stop(self, grace: float = STOP_TIMEOUT) -> None:
+        """Close every session and its environment, and stop listening. Idempotent.
+
+        Args:
+            grace: Seconds to wait for the peers to answer the close frames before their
+                connections are dropped.
+        """
         if self._server is None:
             return
         if self._stop_task is None:
-            self._stop_task = asyncio.get_running_loop().create_task(self._shutdown())
+            self._stop_task = asyncio.get_running_loop().create_task(self._shutdown(grace))
         await asyncio.shield(self._stop_task)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, grace: float) -> None:
         server = self._server
         assert server is not None  # stop() checked
         server.close()  # stop listening
@@ -297,7 +307,7 @@ class OpenEnvServer:
         connections = list(self._connections)
         for connection in connections:
             connection.close(1001)  # going away
-        await wait_closed(connections, STOP_TIMEOUT)
+        await wait_closed(connections, grace)
         await server.wait_closed()
         if self._unix_server is not None:
             await self._unix_server.wait_closed()
@@ -313,8 +323,10 @@ class OpenEnvServer:
         self._server = None
         logger.info("OpenEnv server stopped")
 
-    def request_stop(self) -> None:
-        """Ask a running :meth:`serve_forever` to stop. Thread-safe; safe to call twice."""
+    def request_stop(self, grace: float = PROMPT_STOP_GRACE) -> None:
+        """Ask a running :meth:`serve_forever` to stop, waiting ``grace`` seconds for the
+        peers' close frames (SIGTERM and SIGINT call it). Thread-safe; safe to call twice."""
+        self._stop_grace = grace
         loop, event = self._loop, self._stop_requested
         if loop is None or event is None or loop.is_closed():
             return
@@ -341,7 +353,7 @@ class OpenEnvServer:
                 on_ready(host, bound)
             await self._stop_requested.wait()
         finally:
-            await self.stop()
+            await self.stop(self._stop_grace)
 
     def run(
         self,
@@ -426,6 +438,8 @@ class OpenEnvServer:
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
+    "PROMPT_STOP_GRACE",
+    "STOP_TIMEOUT",
     "OpenEnvServer",
     "format_url",
 ]
