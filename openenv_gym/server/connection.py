@@ -41,6 +41,7 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 from openenv_gym.busy_poll import BusyPoller
+from openenv_gym.server.fault_replies import ErrorLog
 from openenv_gym.server.http_requests import BodyRequestReader
 
 logger = logging.getLogger("openenv_gym.server")
@@ -325,7 +326,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             answer = self.hooks.process_request(self, request)
         except Exception as exc:
-            logger.exception("processing a request failed")
+            _request_failures.warn(logger, "processing a request failed: %r", exc)
             answer = self.protocol.reject(500, f"Internal Server Error: {exc}")
         if answer is None:
             self._accept(request)
@@ -340,7 +341,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             response = await answer
         except Exception as exc:
-            logger.exception("processing a request failed")
+            _request_failures.warn(logger, "processing a request failed: %r", exc)
             response = self.protocol.reject(500, f"Internal Server Error: {exc}")
         if not self._lost:
             self.protocol.send_response(response)
@@ -382,6 +383,10 @@ class ServerConnection(asyncio.Protocol):
             logger.exception("answering a message failed; closing the connection")
             self.close(1011, "internal error")
 
+
+#: Server-wide: failed requests come before authentication, so a flood must not flood the
+#: log (one line each, tracebacks at DEBUG, rate-limited).
+_request_failures = ErrorLog()
 
 #: Tasks answering slow routes; kept referenced until they finish.
 _background: set[asyncio.Task[None]] = set()
