@@ -98,7 +98,9 @@ def parse_reply(channel: Channel, raw: str | bytes, url: str) -> BatchResult:
     """
     try:
         if channel.batch:
-            return parse_batch_result(raw, url=url, shared=channel.shared)
+            return parse_batch_result(
+                raw, url=url, shared=channel.shared, sessions=len(channel.indices)
+            )
         reply = channel.session.encoding.parse_reply(raw, url=url)
     except ServerReplyError as exc:
         position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0

@@ -190,9 +190,14 @@ def _bad(why: str, raw: Any) -> ProtocolError:
 
 
 def parse_batch_result(
-    raw: str | bytes, *, url: str | None = None, shared: SharedArrayReader | None = None
+    raw: str | bytes,
+    *,
+    url: str | None = None,
+    shared: SharedArrayReader | None = None,
+    sessions: int | None = None,
 ) -> BatchResult:
-    """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``).
+    """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``);
+    with ``sessions``, every index must name one of the connection's ``sessions``, once.
 
     Raises:
         ServerReplyError: The server answered with an ``error`` (``data["index"]`` names the
@@ -210,6 +215,12 @@ def parse_batch_result(
         raise _bad(f"its type is {message.get('type')!r}", message)
     try:
         indices = [int(i) for i in data["indices"]]
+        if sessions is not None and (
+            any(i < 0 or i >= sessions for i in indices) or len(set(indices)) != len(indices)
+        ):
+            raise ValueError(
+                f"indices {indices[:20]} are not distinct sessions of 0..{sessions - 1}"
+            )
         fields = data["observation"]
         reward = data["reward"]
         done = data["done"]
