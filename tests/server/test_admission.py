@@ -84,12 +84,9 @@ def test_a_session_opened_before_the_deadline_outlives_it(
     start_probe: Callable[..., Any], wire: Any
 ) -> None:
     url, _registry, _thread = start_probe(token=TOKEN, handshake_timeout=0.3)
-    ws = wire.open(url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
-    try:
+    with wire.open(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
         time.sleep(0.6)  # past the deadline: an established session is not pending
         wire.assert_session_works(ws)
-    finally:
-        ws.close()
 
 
 def test_beyond_the_pending_cap_the_oldest_waiting_connection_is_dropped(
@@ -102,11 +99,8 @@ def test_beyond_the_pending_cap_the_oldest_waiting_connection_is_dropped(
         assert all(_closed_by_server(sock) for sock in idle[:16])
         assert thread.server.admission.pending <= 8
         assert httpx.get(url + "/health", timeout=10).json() == {"status": "healthy"}
-        ws = wire.open(url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
-        try:
+        with wire.open(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
             wire.assert_session_works(ws)
-        finally:
-            ws.close()
     finally:
         for sock in idle:
             sock.close()
