@@ -83,6 +83,20 @@ class ProtocolError(OpenEnvGymError, ValueError):
         self.received = received
 
 
+class SharedFileRefusedError(ProtocolError):
+    """A shared-memory file (a probe or a server's array file) is not one this process may
+    trust: not a regular file (a FIFO, a device, a symbolic link), owned by another user, or
+    readable by others than its owner. Nothing was read from it.
+
+    Attributes:
+        path: The file refused.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message, received=path)
+        self.path = path
+
+
 class ServerReplyError(OpenEnvGymError, RuntimeError):
     """The server answered with an OpenEnv ``error`` message.
 
@@ -457,4 +471,4 @@ class PortInUseError(ServerStartError):
     """``openenv-gym serve`` cannot bind: another process listens on the host and port."""
 
 
-__all__ += ["PortInUseError"]
+__all__ += ["PortInUseError", "SharedFileRefusedError"]

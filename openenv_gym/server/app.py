@@ -46,6 +46,11 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from openenv_gym.busy_poll import DEFAULT_BUSY_POLL, BusyPoller
+from openenv_gym.server.admission import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_PENDING,
+    Admission,
+)
 from openenv_gym.server.batch import BatchHandler
 from openenv_gym.server.connection import (
     MessageHandler,
@@ -55,6 +60,7 @@ from openenv_gym.server.connection import (
 )
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.event_loop import new_server_loop
+from openenv_gym.server.heartbeat import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Heartbeat
 from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
@@ -73,6 +79,10 @@ HARD_CAP_FACTOR: Final = 2
 
 #: Seconds :meth:`OpenEnvServer.stop` waits for connections to close before dropping them.
 STOP_TIMEOUT: Final = 10.0
+#: Seconds a stop asked by SIGTERM/SIGINT or :meth:`OpenEnvServer.request_stop` waits for the
+#: peers' close frames: a client that reads answers at once; one that does not (a parent
+#: exiting without ``close()``) must not hold the exit for the full close timeout.
+PROMPT_STOP_GRACE: Final = 0.25
 
 
 def format_url(host: str, port: int) -> str:
@@ -96,6 +106,14 @@ class OpenEnvServer:
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
         busy_poll: Seconds to spin on the connections after a reply, waiting for the next
             request awake (:mod:`openenv_gym.busy_poll`); ``0`` sleeps at once.
+        handshake_timeout: Seconds a new connection has to send its whole request head
+            (handshake, route or body request) before it is dropped (:mod:`.admission`).
+        max_pending: Connections per process that may wait for their request head at once;
+            beyond it the oldest is dropped.
+        ping_interval: Seconds between pings of silent WebSocket connections
+            (:mod:`.heartbeat`); ``None``: never ping, silent clients keep their sessions.
+        ping_timeout: Seconds a ping may go unanswered before the connection is dropped and
+            its sessions freed.
 
     Raises:
         ValueError: A limit is not positive.
@@ -114,6 +132,10 @@ class OpenEnvServer:
         max_message_size: int = SERVER_INBOUND_LIMIT,
         token: str | None = None,
         busy_poll: float = DEFAULT_BUSY_POLL,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        ping_interval: float | None = DEFAULT_PING_INTERVAL,
+        ping_timeout: float = DEFAULT_PING_TIMEOUT,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"expected max_sessions >= 1, got {max_sessions}")
@@ -148,6 +170,12 @@ class OpenEnvServer:
         self.routes.add_body_route("POST", RESET_PATH, http_api.reset)
         self.routes.add_body_route("POST", STEP_PATH, http_api.step)
         self._connections: set[ServerConnection] = set()
+        self.admission = Admission(handshake_timeout=handshake_timeout, max_pending=max_pending)
+        self.heartbeat = (
+            Heartbeat(ping_interval=ping_interval, ping_timeout=ping_timeout)
+            if ping_interval is not None
+            else None
+        )
         self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
         self._calibration: asyncio.Future[Any] | None = None
         self._server: asyncio.Server | None = None
@@ -156,6 +184,7 @@ class OpenEnvServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested: asyncio.Event | None = None
         self._stop_task: asyncio.Task[None] | None = None
+        self._stop_grace = STOP_TIMEOUT
         self.host: str | None = None
         self.port: int | None = None
         #: Processes serving this port (a :class:`~openenv_gym.server.workers.WorkerGroup`
@@ -235,6 +264,7 @@ class OpenEnvServer:
             raise RuntimeError(f"the server is already listening on {self.url}")
         loop = asyncio.get_running_loop()
         remove_stale_files()  # shared-memory files of server processes that died
+        self.admission.start()  # the descriptor budget, before the listening sockets
         # Frames up to the hard cap are read (and answered with an error above
         # max_message_size); larger ones close the connection with 1009.
         factory = connection_factory(self, max_size=HARD_CAP_FACTOR * self.max_message_size)
@@ -248,20 +278,27 @@ class OpenEnvServer:
         self._stop_requested = asyncio.Event()
         self._stop_task = None
         self.sessions.start()
+        if self.heartbeat is not None:
+            self.heartbeat.start(lambda: self._connections)
         sockname = next(iter(self._server.sockets)).getsockname()
         self.host, self.port = host, int(sockname[1])
         logger.info("OpenEnv server listening on %s", self.url)
         return self.port
 
-    async def stop(self) -> None:
-        """Close every session and its environment, and stop listening. Idempotent."""
+    async def stop(self, grace: float = STOP_TIMEOUT) -> None:
+        """Close every session and its environment, and stop listening. Idempotent.
+
+        Args:
+            grace: Seconds to wait for the peers to answer the close frames before their
+                connections are dropped.
+        """
         if self._server is None:
             return
         if self._stop_task is None:
-            self._stop_task = asyncio.get_running_loop().create_task(self._shutdown())
+            self._stop_task = asyncio.get_running_loop().create_task(self._shutdown(grace))
         await asyncio.shield(self._stop_task)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, grace: float) -> None:
         server = self._server
         assert server is not None  # stop() checked
         server.close()  # stop listening
@@ -270,7 +307,7 @@ class OpenEnvServer:
         connections = list(self._connections)
         for connection in connections:
             connection.close(1001)  # going away
-        await wait_closed(connections, STOP_TIMEOUT)
+        await wait_closed(connections, grace)
         await server.wait_closed()
         if self._unix_server is not None:
             await self._unix_server.wait_closed()
@@ -278,14 +315,18 @@ class OpenEnvServer:
             if self.unix_path is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(self.unix_path)
+        if self.heartbeat is not None:
+            await self.heartbeat.stop()
         await self.sessions.stop()
         if self._stop_requested is not None:
             self._stop_requested.set()
         self._server = None
         logger.info("OpenEnv server stopped")
 
-    def request_stop(self) -> None:
-        """Ask a running :meth:`serve_forever` to stop. Thread-safe; safe to call twice."""
+    def request_stop(self, grace: float = PROMPT_STOP_GRACE) -> None:
+        """Ask a running :meth:`serve_forever` to stop, waiting ``grace`` seconds for the
+        peers' close frames (SIGTERM and SIGINT call it). Thread-safe; safe to call twice."""
+        self._stop_grace = grace
         loop, event = self._loop, self._stop_requested
         if loop is None or event is None or loop.is_closed():
             return
@@ -312,7 +353,7 @@ class OpenEnvServer:
                 on_ready(host, bound)
             await self._stop_requested.wait()
         finally:
-            await self.stop()
+            await self.stop(self._stop_grace)
 
     def run(
         self,
@@ -373,18 +414,32 @@ class OpenEnvServer:
         """The spin after replies, shared by this process's connections."""
         return self._busy_poller
 
-    def connection_opened(self, connection: ServerConnection) -> None:
-        """Track an accepted connection (:meth:`stop` closes them all)."""
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a new connection has to send its whole request head."""
+        return self.admission.handshake_timeout
+
+    def connection_opened(self, connection: ServerConnection) -> bool:
+        """Track an accepted connection (:meth:`stop` closes them all); ``False`` when the
+        process has no room for it (:mod:`.admission`)."""
         self._connections.add(connection)
+        return self.admission.opened(connection)
+
+    def request_received(self, connection: ServerConnection) -> None:
+        """``connection`` sent its request head: it is no longer pending."""
+        self.admission.request_received(connection)
 
     def connection_closed(self, connection: ServerConnection) -> None:
         """Forget a closed connection."""
         self._connections.discard(connection)
+        self.admission.closed(connection)
 
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
+    "PROMPT_STOP_GRACE",
+    "STOP_TIMEOUT",
     "OpenEnvServer",
     "format_url",
 ]

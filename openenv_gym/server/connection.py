@@ -41,6 +41,7 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 from openenv_gym.busy_poll import BusyPoller
+from openenv_gym.server.fault_replies import ErrorLog
 from openenv_gym.server.http_requests import BodyRequestReader
 
 logger = logging.getLogger("openenv_gym.server")
@@ -83,8 +84,16 @@ class ConnectionHooks(Protocol):
     ) -> Awaitable[Response]:
         """The response to a request with a body."""
 
-    def connection_opened(self, connection: ServerConnection) -> None:
-        """Remember ``connection`` (it was just accepted)."""
+    def connection_opened(self, connection: ServerConnection) -> bool:
+        """Remember ``connection`` (it was just accepted); ``False``: close it at once
+        (the server has no room for it)."""
+
+    def request_received(self, connection: ServerConnection) -> None:
+        """``connection`` sent its whole request head (it is no longer pending)."""
+
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a new connection has to send its whole request head."""
 
     def connection_closed(self, connection: ServerConnection) -> None:
         """Forget ``connection`` (it is gone)."""
@@ -121,6 +130,11 @@ class ServerConnection(asyncio.Protocol):
         self._poller = hooks.busy_poller
         self._fd = -1
         self._delivered = False
+        self._deadline: asyncio.TimerHandle | None = None
+        #: Bytes arrived since the heartbeat last looked (:mod:`.heartbeat`).
+        self.heard = True
+        #: ``time.monotonic()`` of the heartbeat's unanswered ping, or ``None``.
+        self.pinged_at: float | None = None
         self.closed = asyncio.get_running_loop().create_future()
 
     # ----------------------------------------------------------------- properties
@@ -139,7 +153,12 @@ class ServerConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # a stream server's transport
-        self.hooks.connection_opened(self)
+        if not self.hooks.connection_opened(self):
+            transport.abort()  # type: ignore[attr-defined]  # a stream server's transport
+            return
+        self._deadline = asyncio.get_running_loop().call_later(
+            self.hooks.handshake_timeout, self._handshake_expired
+        )
         if self._poller is not None:
             sock = transport.get_extra_info("socket")
             if sock is not None:
@@ -147,6 +166,7 @@ class ServerConnection(asyncio.Protocol):
                 self._poller.register(self._fd)
 
     def data_received(self, data: bytes) -> None:
+        self.heard = True
         if self._body_reader is not None:
             self._body_reader.feed(data)
             return
@@ -195,6 +215,8 @@ class ServerConnection(asyncio.Protocol):
             self._poller.unregister(self._fd)
         if self._close_timer is not None:
             self._close_timer.cancel()
+        if self._deadline is not None:
+            self._deadline.cancel()
         handler, self.handler = self.handler, None
         if handler is not None:
             try:
@@ -224,6 +246,12 @@ class ServerConnection(asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._deferred_flush)
+
+    def ping(self) -> None:
+        """Send a ping frame (the peer's pong, or anything it sends, shows it is alive)."""
+        if self.open:
+            self.protocol.send_ping(b"")
+            self._flush()
 
     def _deferred_flush(self) -> None:
         self._flush_scheduled = False
@@ -261,6 +289,20 @@ class ServerConnection(asyncio.Protocol):
 
     # ----------------------------------------------------------------- requests
 
+    def _handshake_expired(self) -> None:
+        self._deadline = None
+        logger.debug(
+            "dropped a connection that sent no complete request within %.1f s",
+            self.hooks.handshake_timeout,
+        )
+        self.abort()
+
+    def _request_received(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+            self.hooks.request_received(self)
+
     def _sniff(self, data: bytes) -> bytes:
         """Route the first bytes of a connection: ``GET`` goes on to ``websockets``, other
         methods to the body-request reader. Returns what ``websockets`` should parse."""
@@ -273,15 +315,18 @@ class ServerConnection(asyncio.Protocol):
         if head.startswith(_GET):
             return head
         assert self.transport is not None  # data comes after connection_made
-        self._body_reader = BodyRequestReader(self.transport, self.hooks.answer_body_request)
+        self._body_reader = BodyRequestReader(
+            self.transport, self.hooks.answer_body_request, self._request_received
+        )
         self._body_reader.feed(head)
         return b""
 
     def _take_request(self, request: Request) -> None:
+        self._request_received()
         try:
             answer = self.hooks.process_request(self, request)
         except Exception as exc:
-            logger.exception("processing a request failed")
+            _request_failures.warn(logger, "processing a request failed: %r", exc)
             answer = self.protocol.reject(500, f"Internal Server Error: {exc}")
         if answer is None:
             self._accept(request)
@@ -296,7 +341,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             response = await answer
         except Exception as exc:
-            logger.exception("processing a request failed")
+            _request_failures.warn(logger, "processing a request failed: %r", exc)
             response = self.protocol.reject(500, f"Internal Server Error: {exc}")
         if not self._lost:
             self.protocol.send_response(response)
@@ -338,6 +383,10 @@ class ServerConnection(asyncio.Protocol):
             logger.exception("answering a message failed; closing the connection")
             self.close(1011, "internal error")
 
+
+#: Server-wide: failed requests come before authentication, so a flood must not flood the
+#: log (one line each, tracebacks at DEBUG, rate-limited).
+_request_failures = ErrorLog()
 
 #: Tasks answering slow routes; kept referenced until they finish.
 _background: set[asyncio.Task[None]] = set()

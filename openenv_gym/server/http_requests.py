@@ -35,15 +35,18 @@ class BodyRequestReader:
     Args:
         transport: The connection's transport; closed after the response.
         answer: ``answer(method, target, headers, body)``, awaited for the response.
+        on_request: Called once, when the request has fully arrived (or was refused).
     """
 
     def __init__(
         self,
         transport: asyncio.WriteTransport,
         answer: Callable[[str, str, Headers, bytes], Awaitable[Response]],
+        on_request: Callable[[], None] | None = None,
     ) -> None:
         self._transport = transport
         self._answer = answer
+        self._on_request = on_request
         self._data = bytearray()  # grows in place: a big body arrives in many reads
         self._answering = False
 
@@ -88,6 +91,7 @@ class BodyRequestReader:
         body = bytes(data[end + 4 : end + 4 + length])
         self._answering = True
         self._data = bytearray()
+        self._request_done()
         task = asyncio.get_running_loop().create_task(
             self._answer_and_close(parts[0], parts[1], headers, body)
         )
@@ -104,9 +108,15 @@ class BodyRequestReader:
             response = json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
         self._write(response.serialize())
 
+    def _request_done(self) -> None:
+        on_request, self._on_request = self._on_request, None
+        if on_request is not None:
+            on_request()
+
     def _reply(self, status: int, body: Any) -> None:
         self._answering = True
         self._data = bytearray()
+        self._request_done()
         self._write(json_response(status, body).serialize())
 
     def _write(self, data: bytes) -> None:

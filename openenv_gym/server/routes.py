@@ -173,16 +173,10 @@ class HttpRoutes:
     ) -> Response:
         """The response to a request with a body (the token checked as for every route)."""
         path = target.split("?", 1)[0]
-        if self._token is not None and not self._header_authorized(headers):
-            logger.info("refused %s %s: missing or wrong bearer token", method, path)
-            return json_response(
-                401,
-                {
-                    "detail": "Unauthorized: send 'Authorization: Bearer <token>' with the "
-                    "server's token"
-                },
-                [("WWW-Authenticate", 'Bearer realm="openenv"')],
-            )
+        if self._token is not None:
+            refusal = self._refusal(headers, f"{method} {path}")
+            if refusal is not None:
+                return refusal
         handler = self._body_routes.get((method.upper(), path))
         if handler is None:
             allowed = any(p == path for _, p in self._body_routes) or path in self._routes
@@ -196,19 +190,32 @@ class HttpRoutes:
             return json_response(500, {"detail": f"{type(exc).__name__}: {exc}"})
         return json_response(status, answer)
 
-    def _header_authorized(self, headers: Headers) -> bool:
+    def _refusal(self, headers: Headers, what: str) -> Response | None:
+        """``None`` when ``headers`` carry the token; else the response refusing ``what``:
+        400 for several ``Authorization`` headers, 401 for a missing or wrong one."""
         assert self._token is not None  # only called with a token
-        scheme, _, given = headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode(), self._token)
-
-    def _authorized(self, request: Request) -> bool:
-        assert self._token is not None  # only called with a token
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode(), self._token)
+        given = headers.get_all("Authorization")
+        if len(given) > 1:
+            logger.info("refused %s: %d Authorization headers", what, len(given))
+            return json_response(
+                400,
+                {
+                    "detail": f"Bad Request: expected one Authorization header, got "
+                    f"{len(given)}; send a single 'Authorization: Bearer <token>'"
+                },
+            )
+        scheme, _, value = (given[0] if given else "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token):
+            return None
+        logger.info("refused %s: missing or wrong bearer token", what)
+        return json_response(
+            401,
+            {
+                "detail": "Unauthorized: send 'Authorization: Bearer <token>' with the "
+                "server's token"
+            },
+            [("WWW-Authenticate", 'Bearer realm="openenv"')],
+        )
 
     async def _answer_built(self, path: str) -> Response:
         """Answer a route that builds an environment: built once off the loop, then kept."""
@@ -230,16 +237,10 @@ class HttpRoutes:
         Routes that build an environment answer with an awaitable (the connection awaits it).
         """
         path = request.path.split("?", 1)[0]
-        if self._token is not None and path != HEALTH_PATH and not self._authorized(request):
-            logger.info("refused %s: missing or wrong bearer token", path)
-            return json_response(
-                401,
-                {
-                    "detail": "Unauthorized: send 'Authorization: Bearer <token>' with the "
-                    "server's token"
-                },
-                [("WWW-Authenticate", 'Bearer realm="openenv"')],
-            )
+        if self._token is not None and path != HEALTH_PATH:
+            refusal = self._refusal(request.headers, path)
+            if refusal is not None:
+                return refusal
         if _is_upgrade(request):
             if path == WS_PATH:
                 return None

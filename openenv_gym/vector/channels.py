@@ -184,7 +184,11 @@ class BatchChannel(Channel):
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         with naming_sub_envs(self.indices, url):
             return parse_batch_result(
-                raw, url=url, shared=self._shared, limit=self.session.max_message_size
+                raw,
+                url=url,
+                shared=self._shared,
+                limit=self.session.max_message_size,
+                sessions=len(self.indices),
             )
 
     def state_frame(self) -> str:

@@ -205,9 +205,11 @@ def parse_batch_result(
     url: str | None = None,
     shared: SharedArrayReader | None = None,
     limit: int = CLIENT_INBOUND_LIMIT,
+    sessions: int | None = None,
 ) -> BatchResult:
     """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``;
-    a compressed frame unpacked to at most ``limit`` bytes, the connection's message limit).
+    a compressed frame unpacked to at most ``limit`` bytes, the connection's message limit);
+    with ``sessions``, every index must name one of the connection's ``sessions``, once.
 
     Raises:
         CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
@@ -226,6 +228,12 @@ def parse_batch_result(
         raise _bad(f"its type is {message.get('type')!r}", message)
     try:
         indices = [int(i) for i in data["indices"]]
+        if sessions is not None and (
+            any(i < 0 or i >= sessions for i in indices) or len(set(indices)) != len(indices)
+        ):
+            raise ValueError(
+                f"indices {indices[:20]} are not distinct sessions of 0..{sessions - 1}"
+            )
         fields = data["observation"]
         reward = data["reward"]
         done = data["done"]

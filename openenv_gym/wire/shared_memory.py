@@ -16,8 +16,15 @@ nothing else changes.
 
 The server writes a batch only after the client sent the next step, and the client copies
 a batch out before it sends the next step, so one file per field and connection suffices.
-Files are removed when their connection closes (and stale ones of dead server processes
-when a server starts).
+Files are removed when their connection closes (and stale ones of dead server processes,
+and probes older than :data:`STALE_PROBE_SECONDS`, when a server starts).
+
+Both sides trust a file only when :func:`open_private` accepts it: opened without following
+a symbolic link and without blocking (a FIFO cannot freeze a worker's event loop), then a
+regular file owned by this process's own user with mode ``0600``. A server refuses a probe
+of another user, so shared memory is agreed only between processes of one user, the only
+ones that can open each other's files; everyone else gets plain frames. A reader also
+refuses descriptors whose dtype is not numeric or whose shape is negative or overflows.
 
 Example:
     >>> import numpy as np
@@ -33,16 +40,20 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import mmap
 import os
 import re
 import secrets
+import stat
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.errors import ProtocolError
+from openenv_gym.errors import ProtocolError, SharedFileRefusedError
 
 #: Where shared files live (``None``: this system has no ``/dev/shm``; plain frames only).
 SHM_DIR: Final = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -53,6 +64,13 @@ _PREFIX: Final = "openenv-gym-"
 _SERVER_FILE: Final = re.compile(r"openenv-gym-(\d+)-[0-9a-f]{16}-\d+")
 _NAME: Final = re.compile(rf"openenv-gym-probe-[0-9a-f]{{32}}|{_SERVER_FILE.pattern}")
 _TOKEN: Final = re.compile(r"[0-9a-f]{32}")
+_PROBE: Final = re.compile(r"openenv-gym-probe-[0-9a-f]{32}")
+#: Array kinds a shared file may hold: booleans, integers, floats.
+_ARRAY_KINDS: Final = frozenset("biuf")
+#: The only mode a shared file may have.
+PRIVATE_MODE: Final = 0o600
+#: Probes older than this are removed when a server starts (their client died mid-open).
+STALE_PROBE_SECONDS: Final = 60.0
 
 
 def _path(name: str) -> str:
@@ -63,6 +81,48 @@ def _path(name: str) -> str:
             received=str(name)[:80],
         )
     return os.path.join(SHM_DIR, name)
+
+
+def open_private(path: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``path`` only if it is a regular file of this process's user with mode ``0600``;
+    its descriptor.
+
+    The file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a symbolic link is refused, a FIFO
+    does not block) and checked with ``fstat`` on the open descriptor (no race with a
+    rename).
+
+    Raises:
+        SharedFileRefusedError: It is a link, not a regular file, another user's, or has
+            another mode.
+        OSError: It cannot be opened (missing, no permission).
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component is a symbolic link
+            raise SharedFileRefusedError(
+                f"expected a regular shared-memory file at {path}, got a symbolic link; "
+                "remove it (shared files are never links)",
+                path=path,
+            ) from exc
+        raise
+    info = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(info.st_mode):
+        why = f"not a regular file (mode {stat.filemode(info.st_mode)})"
+    elif info.st_uid != os.geteuid():
+        why = f"owned by uid {info.st_uid}, not by this process's uid {os.geteuid()}"
+    elif stat.S_IMODE(info.st_mode) != PRIVATE_MODE:
+        why = f"mode {stat.S_IMODE(info.st_mode):04o}, not {PRIVATE_MODE:04o}"
+    if why is not None:
+        os.close(fd)
+        raise SharedFileRefusedError(
+            f"expected a regular shared-memory file of uid {os.geteuid()} with mode "
+            f"{PRIVATE_MODE:04o} at {path}, got one {why}; nothing was read from it. Remove "
+            "the file; a client and a server share memory only when run by the same user",
+            path=path,
+        )
+    return fd
 
 
 class ProbeFile:
@@ -76,7 +136,8 @@ class ProbeFile:
             raise OSError("this system has no /dev/shm")
         self.token = secrets.token_hex(16)
         self.name = f"{_PREFIX}probe-{secrets.token_hex(16)}"
-        fd = os.open(_path(self.name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        fd = os.open(_path(self.name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_MODE)
+        os.fchmod(fd, PRIVATE_MODE)  # whatever the umask: the server accepts only 0600
         with os.fdopen(fd, "w") as file:
             file.write(self.token)
 
@@ -107,10 +168,15 @@ def probe_matches(offer: Any) -> bool:
     if not isinstance(token, str) or not _TOKEN.fullmatch(token):
         return False
     try:
-        with open(_path(str(name)), encoding="ascii") as file:
-            return secrets.compare_digest(file.read(64), token)
-    except (OSError, ValueError, ProtocolError):
+        fd = open_private(_path(str(name)))
+    except (OSError, ProtocolError):
+        return False  # a FIFO, a link, another user's probe: plain frames
+    try:
+        return secrets.compare_digest(os.read(fd, 64), token.encode())
+    except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
 class SharedArrayWriter:
@@ -143,8 +209,9 @@ class SharedArrayWriter:
             self._remove(*held)
         SharedArrayWriter._counter += 1
         name = f"{self._stem}-{SharedArrayWriter._counter}"
-        fd = os.open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        fd = os.open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, PRIVATE_MODE)
         try:
+            os.fchmod(fd, PRIVATE_MODE)  # whatever the umask: the client accepts only 0600
             os.ftruncate(fd, nbytes)
             buffer = mmap.mmap(fd, nbytes)
         finally:
@@ -191,21 +258,31 @@ class SharedArrayReader:
         or a read-only view of it when :attr:`borrow` is set.
 
         Raises:
-            ProtocolError: The file cannot be opened, or the array does not fit in it.
+            SharedFileRefusedError: The file is not a regular file of this user with mode
+                ``0600`` (:func:`open_private`).
+            ProtocolError: The descriptor is malformed (a dtype that is not numeric, a
+                negative shape), the file cannot be opened, or the array does not fit in it.
         """
         try:
             name = descriptor["shm"]
             dtype = np.dtype(descriptor["dtype"])
             shape = tuple(int(n) for n in descriptor["shape"])
             offset = int(descriptor["offset"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ProtocolError(
-                f"expected a shared-memory array descriptor, got {descriptor!r:.200} ({exc})"
+                f"expected a shared-memory array descriptor, got {descriptor!r:.200} ({exc})",
+                received=repr(descriptor)[:200],
             ) from exc
+        if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or any(n < 0 for n in shape):
+            raise ProtocolError(
+                "expected a shared-memory array of a numeric dtype (bool, int, uint, float) "
+                f"and a non-negative shape, got dtype {dtype.str!r}, shape {list(shape)}",
+                received=repr(descriptor)[:200],
+            )
         buffer = self._maps.get(name)
         if buffer is None:
             buffer = self._open(name)
-        count = int(np.prod(shape))
+        count = math.prod(shape)
         if offset < 0 or offset + count * dtype.itemsize > len(buffer):
             buffer = self._open(name)  # the server grew the file: map it again
             if offset < 0 or offset + count * dtype.itemsize > len(buffer):
@@ -219,7 +296,7 @@ class SharedArrayReader:
     def _open(self, name: str) -> mmap.mmap:
         path = _path(name)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = open_private(path)
         except OSError as exc:
             raise ProtocolError(
                 f"cannot open the server's shared-memory file {path}: {exc}"
@@ -249,12 +326,23 @@ class SharedArrayReader:
         self.close()
 
 
-def remove_stale_files() -> int:
-    """Remove the shared files of server processes that no longer run; how many."""
+def remove_stale_files(probe_age: float = STALE_PROBE_SECONDS) -> int:
+    """Remove the shared files of server processes that no longer run, and this user's probe
+    files older than ``probe_age`` seconds (their client died during ``batch_open``); how
+    many."""
     if SHM_DIR is None:
         return 0
     removed = 0
+    now = time.time()
     for entry in os.listdir(SHM_DIR):
+        if _PROBE.fullmatch(entry):
+            path = os.path.join(SHM_DIR, entry)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if info.st_uid == os.geteuid() and now - info.st_mtime > probe_age:
+                    os.unlink(path)
+                    removed += 1
+            continue
         match = _SERVER_FILE.fullmatch(entry)
         if match is None:
             continue
@@ -276,6 +364,7 @@ __all__ = [
     "ProbeFile",
     "SharedArrayReader",
     "SharedArrayWriter",
+    "open_private",
     "probe_matches",
     "remove_stale_files",
 ]

@@ -172,3 +172,24 @@ def test_embedded_server_with_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
         assert httpx.get(url + "/schema").status_code == 401
     finally:
         env.close()
+
+
+def test_two_authorization_headers_are_a_bad_request_without_a_traceback(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once HTTP 500 and an unauthenticated 17-line traceback per request (issue 27, 7)."""
+    twice = [("Authorization", f"Bearer {TOKEN}"), ("Authorization", f"Bearer {TOKEN}")]
+    with caplog.at_level("DEBUG", logger="openenv_gym.server"):
+        for _ in range(20):
+            got = httpx.get(url + "/schema", headers=twice)
+            assert got.status_code == 400
+            assert "expected one Authorization header, got 2" in got.json()["detail"]
+        posted = httpx.post(url + "/reset", json={}, headers=twice)
+        assert posted.status_code == 400
+        with pytest.raises(InvalidStatus) as refused:
+            connect(http_to_ws_url(url), additional_headers=twice, open_timeout=10)
+        assert refused.value.response.status_code == 400
+    assert not [r for r in caplog.records if r.exc_info is not None], "a traceback was logged"
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+    ok = httpx.get(url + "/schema", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200

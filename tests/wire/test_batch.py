@@ -102,3 +102,15 @@ def test_batch_opened_and_states_replies_are_checked() -> None:
     assert parse_batch_states(states) == [{"a": 1}, {"a": 2}]
     with pytest.raises(ProtocolError, match="batch_states"):
         parse_batch_states('{"type": "batch_states", "data": {"states": 3}}')
+
+
+@pytest.mark.parametrize("indices", [[0, 2], [-1, 0], [1, 1]])
+def test_indices_outside_the_connections_sessions_are_protocol_errors(indices: list[int]) -> None:
+    """Once a bare ``IndexError`` deep in the vector env (issue 27, case 7)."""
+    replies = [observation_message({"x": k}, 0.0, False) for k in range(2)]
+    frame = encode_batch_result(indices, replies, {})
+    assert parse_batch_result(frame).indices == indices  # without a count: not checked
+    with pytest.raises(ProtocolError, match=r"not distinct sessions of 0\.\.1"):
+        parse_batch_result(frame, sessions=2)
+    good = parse_batch_result(encode_batch_result([1, 0], replies, {}), sessions=2)
+    assert good.indices == [1, 0]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
-from openenv_gym.errors import ProtocolError
+from openenv_gym.errors import ProtocolError, SharedFileRefusedError
 from openenv_gym.wire.batch import encode_batch_result, parse_batch_result
 from openenv_gym.wire.binary import decode_frame
 from openenv_gym.wire.messages import observation_message
@@ -24,6 +29,8 @@ from openenv_gym.wire.shared_memory import (
 )
 
 pytestmark = pytest.mark.skipif(SHM_DIR is None, reason="this system has no /dev/shm")
+#: The uid and gid of ``nobody``, the second local user of these tests.
+NOBODY = 65534
 
 
 def _frames(count: int, shape: tuple[int, ...] = (210, 160, 3)) -> list[dict]:
@@ -166,3 +173,173 @@ def test_a_borrowing_reader_gives_read_only_views_a_plain_one_copies() -> None:
             assert copy.max() == 1  # a copy does not
         # closing while a view is alive does not raise (the mapping goes with the view)
         assert view.max() == 7
+
+
+# ----------------------------------------------------------------- hostile files (issue 27, 2)
+
+
+def _probe_name() -> str:
+    return f"openenv-gym-probe-{secrets.token_hex(16)}"
+
+
+def _server_name() -> str:
+    return f"openenv-gym-{os.getpid()}-{secrets.token_hex(8)}-1"
+
+
+def _finishes(call: Callable[[], object], timeout: float = 5.0) -> list[object]:
+    """Run ``call`` in a thread; what it returned or raised (empty: it still blocks)."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return outcome
+
+
+def _release_fifo(path: str) -> None:
+    """Unblock a reader stuck opening the FIFO at ``path`` (the code before the fix)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.fixture
+def shm_paths() -> Iterator[list[str]]:
+    """Paths the test creates under /dev/shm, removed after it."""
+    paths: list[str] = []
+    yield paths
+    for path in paths:
+        if os.path.lexists(path):
+            _release_fifo(path)
+            os.unlink(path)
+
+
+def _token_file(path: str, token: str, mode: int = 0o600) -> None:
+    with open(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode), "w") as file:
+        file.write(token)
+    os.chmod(path, mode)
+
+
+def test_a_fifo_named_as_the_probe_is_refused_without_blocking(shm_paths: list[str]) -> None:
+    name = _probe_name()
+    path = os.path.join(SHM_DIR, name)
+    shm_paths.append(path)
+    os.mkfifo(path, 0o600)
+    outcome = _finishes(lambda: probe_matches({"probe": name, "token": "0" * 32}))
+    assert outcome == [False], "probe_matches blocked on a FIFO"
+
+
+def test_a_symlinked_probe_is_refused(shm_paths: list[str]) -> None:
+    probe = ProbeFile()
+    try:
+        link = _probe_name()
+        shm_paths.append(os.path.join(SHM_DIR, link))
+        os.symlink(os.path.join(SHM_DIR, probe.name), os.path.join(SHM_DIR, link))
+        assert probe_matches(probe.offer())
+        assert not probe_matches({"probe": link, "token": probe.token})
+    finally:
+        probe.close()
+
+
+def test_a_probe_readable_by_others_is_refused(shm_paths: list[str]) -> None:
+    token = secrets.token_hex(16)
+    name = _probe_name()
+    path = os.path.join(SHM_DIR, name)
+    shm_paths.append(path)
+    _token_file(path, token, 0o644)
+    assert not probe_matches({"probe": name, "token": token})
+    os.chmod(path, 0o600)
+    assert probe_matches({"probe": name, "token": token})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_another_users_probe_is_refused(shm_paths: list[str]) -> None:
+    token = secrets.token_hex(16)
+    name = _probe_name()
+    path = os.path.join(SHM_DIR, name)
+    shm_paths.append(path)
+    _token_file(path, token)
+    assert probe_matches({"probe": name, "token": token})
+    os.chown(path, NOBODY, NOBODY)
+    assert not probe_matches({"probe": name, "token": token})
+
+
+def test_a_descriptor_naming_a_fifo_is_refused_without_blocking(shm_paths: list[str]) -> None:
+    name = _server_name()
+    path = os.path.join(SHM_DIR, name)
+    shm_paths.append(path)
+    os.mkfifo(path, 0o600)
+    descriptor = {"shm": name, "offset": 0, "dtype": "|u1", "shape": [4]}
+    with SharedArrayReader() as reader:
+        outcome = _finishes(lambda: reader.array(descriptor))
+    assert len(outcome) == 1, "the reader blocked on a FIFO"
+    assert isinstance(outcome[0], SharedFileRefusedError)
+    assert "not a regular file" in str(outcome[0])
+
+
+def test_a_descriptor_naming_a_link_or_a_shared_mode_file_is_refused(
+    shm_paths: list[str],
+) -> None:
+    with SharedArrayWriter() as writer, SharedArrayReader() as reader:
+        descriptor = writer.put("x", [np.arange(8, dtype=np.uint8)])
+        link = _server_name()
+        shm_paths.append(os.path.join(SHM_DIR, link))
+        os.symlink(os.path.join(SHM_DIR, descriptor["shm"]), os.path.join(SHM_DIR, link))
+        with pytest.raises(SharedFileRefusedError, match="symbolic link"):
+            reader.array({**descriptor, "shm": link})
+        loose = _server_name()
+        shm_paths.append(os.path.join(SHM_DIR, loose))
+        _token_file(os.path.join(SHM_DIR, loose), "x" * 8, 0o644)
+        with pytest.raises(SharedFileRefusedError, match="mode 0644, not 0600"):
+            reader.array({**descriptor, "shm": loose})
+        assert reader.array(descriptor).ravel().tolist() == list(range(8))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_descriptor_naming_another_users_file_is_refused(shm_paths: list[str]) -> None:
+    name = _server_name()
+    path = os.path.join(SHM_DIR, name)
+    shm_paths.append(path)
+    _token_file(path, "x" * 8)
+    os.chown(path, NOBODY, NOBODY)
+    with SharedArrayReader() as reader, pytest.raises(SharedFileRefusedError, match="owned by"):
+        reader.array({"shm": name, "offset": 0, "dtype": "|u1", "shape": [8]})
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"shape": [-1]}, "non-negative shape"),
+        ({"shape": [2, -4]}, "non-negative shape"),
+        ({"shape": [1 << 62, 1 << 62]}, "does not fit"),
+        ({"shape": [10**30]}, "does not fit"),
+        ({"dtype": "<U4", "shape": [2]}, "numeric dtype"),
+        ({"dtype": "V8", "shape": [1]}, "numeric dtype"),
+        ({"dtype": "|O", "shape": [1]}, "numeric dtype"),
+        ({"dtype": [("a", "<i4")], "shape": [1]}, "numeric dtype"),
+    ],
+)
+def test_a_hostile_shape_or_dtype_is_a_protocol_error(change: dict, match: str) -> None:
+    with SharedArrayWriter() as writer, SharedArrayReader() as reader:
+        descriptor = writer.put("x", [np.arange(16, dtype=np.uint8)])
+        with pytest.raises(ProtocolError, match=match):
+            reader.array({**descriptor, **change})
+        assert reader.array(descriptor).ravel().tolist() == list(range(16))  # nothing lost
+
+
+def test_probes_of_killed_clients_are_swept_when_a_server_starts(shm_paths: list[str]) -> None:
+    old, fresh = _probe_name(), _probe_name()
+    for name in (old, fresh):
+        path = os.path.join(SHM_DIR, name)
+        shm_paths.append(path)
+        _token_file(path, secrets.token_hex(16))
+    hour_ago = time.time() - 3600
+    os.utime(os.path.join(SHM_DIR, old), (hour_ago, hour_ago))
+    remove_stale_files()
+    assert not os.path.exists(os.path.join(SHM_DIR, old))
+    assert os.path.exists(os.path.join(SHM_DIR, fresh))  # a client may be opening right now

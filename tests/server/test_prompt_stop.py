@@ -1,0 +1,115 @@
+"""SIGTERM stops a server promptly, even with a client that no longer reads (issue 27, case 6).
+
+A parent that exits without ``close()`` stops reading its sessions and sends its embedded
+server SIGTERM. The server used to wait the full close timeout (5 s) for close frames that
+never came, so the parent's exit took the provider's whole grace period. Now a stop asked by
+a signal waits :data:`~openenv_gym.server.app.PROMPT_STOP_GRACE` for them. Real child
+``openenv-gym serve`` processes and real sockets on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from openenv_gym.server.app import PROMPT_STOP_GRACE
+from openenv_gym.server.connection import CLOSE_TIMEOUT
+
+READY = "OPENENV_GYM_READY "
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "openenv_gym.cli",
+            "serve",
+            "gymnasium",
+            "--env-id",
+            "CartPole-v1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--log-level",
+            "info",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith(READY), line
+        yield str(json.loads(line[len(READY) :])["url"]), process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+
+
+def _session_that_stops_reading(url: str) -> socket.socket:
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock
+
+
+def test_sigterm_stops_the_server_without_waiting_for_a_peer_that_does_not_read(
+    served: tuple[str, subprocess.Popen[str]],
+) -> None:
+    assert PROMPT_STOP_GRACE < CLOSE_TIMEOUT / 4
+    url, process = served
+    sock = _session_that_stops_reading(url)
+    try:
+        process.send_signal(signal.SIGTERM)
+        # Before: the server waited CLOSE_TIMEOUT for a close frame that never came.
+        returncode = process.wait(timeout=CLOSE_TIMEOUT - 1.0)
+    finally:
+        sock.close()
+    assert returncode == 0
+    _out, err = process.communicate(timeout=10)
+    assert "OpenEnv server stopped" in err
+
+
+def test_sigterm_still_closes_a_reading_peer_cleanly(
+    served: tuple[str, subprocess.Popen[str]],
+) -> None:
+    from websockets.exceptions import ConnectionClosedOK
+    from websockets.sync.client import connect
+
+    from openenv_gym.wire.messages import http_to_ws_url
+
+    url, process = served
+    with connect(http_to_ws_url(url), open_timeout=10) as ws:
+        process.send_signal(signal.SIGTERM)
+        with pytest.raises(ConnectionClosedOK) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 1001  # going away, with the closing handshake
+    assert process.wait(timeout=30) == 0
