@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import select
 import time
 from collections import deque
@@ -46,6 +47,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
+from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     ConnectionLostError,
@@ -54,6 +56,7 @@ from openenv_gym.errors import (
     ReplyTimeoutError,
     SessionClosedError,
 )
+from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections
@@ -293,6 +296,21 @@ class OpenEnvPool:
         self.send(actions, env_id)
         return self.recv()
 
+    @property
+    def servers(self) -> list[ServerProvider]:
+        """The servers this pool started (and stops on close), e.g. the embedded one."""
+        return self._connections.providers
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The server URL of each sub-env."""
+        return self._connections.urls
+
+    @property
+    def connections(self) -> list[BlockingConnection]:
+        """The open WebSocket connections (one per session against an official server)."""
+        return self._connections.sessions
+
     def action_masks(self) -> np.ndarray:
         """The legal actions of the sub-envs of the last :meth:`recv` (or :meth:`reset`):
         ``(len(env_id), n)`` ``bool``.
@@ -348,10 +366,8 @@ class OpenEnvPool:
         frame = channel.frame(listed)
         if frame is None:
             return
-        try:
-            channel.session.send(frame)
-        except (ConnectionLostError, SessionClosedError):
-            pass  # reading the reply reports the broken connection
+        with contextlib.suppress(ConnectionLostError, SessionClosedError):
+            channel.session.send(frame)  # reading the reply reports a broken connection
         deadline = time.monotonic() + self._connections.reply_timeout
         self._flights[id(channel)] = _Flight(channel, sorted(ops), resetting, deadline)
 
@@ -439,10 +455,8 @@ class OpenEnvPool:
         """Wait out the frames in flight and forget every reply not returned yet."""
         for flight in list(self._flights.values()):
             del self._flights[id(flight.channel)]
-            try:
+            with contextlib.suppress(OpenEnvGymError):  # the next round trip finds it broken
                 flight.channel.session.receive(flight.deadline, spin=False)
-            except OpenEnvGymError:
-                pass  # the next round trip finds the broken connection
         self._held.clear()
         self._held_resets.clear()
         self._in_flight.clear()
