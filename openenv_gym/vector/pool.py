@@ -33,13 +33,9 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import select
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -50,21 +46,20 @@ from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
-    ConnectionLostError,
     OpenEnvGymError,
     PoolUsageError,
-    ReplyTimeoutError,
-    SessionClosedError,
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.env import RECONNECTED_KEY
+from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
 from openenv_gym.vector.options import (
     check_base_urls,
+    check_batch_size,
     check_encoding,
+    check_env_ids,
     check_max_episode_steps,
     check_num_envs,
     check_server_given,
@@ -75,19 +70,6 @@ from openenv_gym.vector.options import (
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
-
-#: The longest single wait on the sockets (the keepalive thread may read a reply meanwhile).
-_WAIT_SLICE: Final = 0.05
-
-
-@dataclass
-class _Flight:
-    """A frame sent on a connection whose reply is not read yet."""
-
-    channel: Channel
-    sub_envs: list[int]
-    resetting: frozenset[int]
-    deadline: float
 
 
 class OpenEnvPool:
@@ -117,7 +99,7 @@ class OpenEnvPool:
     ) -> None:
         self._closed = True
         self.num_envs = check_num_envs(num_envs)
-        self.batch_size = _check_batch_size(batch_size, self.num_envs)
+        self.batch_size = check_batch_size(batch_size, self.num_envs)
         urls = check_base_urls(base_url)
         check_server_given(urls, env_id)
         choice = check_encoding(encoding)
@@ -170,11 +152,8 @@ class OpenEnvPool:
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)  # reset by the next send
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
         self._ready: deque[int] = deque()  # reply read, not returned by recv() yet
-        self._flights: dict[int, _Flight] = {}  # id(channel) -> its frame in flight
-        self._held: dict[int, dict[int, Op]] = {}  # id(channel) -> ops waiting for it
-        self._held_resets: set[int] = set()
+        self._flights = InFlight(connections, self.num_envs)
         self._last = np.arange(self.num_envs)
-        self._map_channels()
 
     # ------------------------------------------------------------------ envpool API
 
@@ -205,7 +184,7 @@ class OpenEnvPool:
             retry=ops,
             reset=("reset", self._plain_reset),
         )
-        self._map_channels()
+        self._flights.map_channels()
         buffers = self._buffers
         for channel, result in results:
             self._infos = buffers.take_resets(channel.indices, result, self._infos)
@@ -341,108 +320,58 @@ class OpenEnvPool:
             f"servers={self.config['base_urls']})"
         )
 
-    # ------------------------------------------------------------------ sending
+    # ------------------------------------------------------------------ replies
 
     def _dispatch(self, ops: Mapping[int, Op], resets: set[int]) -> None:
-        """Send ``ops`` (one frame per connection), holding those of a busy connection."""
-        by_channel: dict[int, dict[int, Op]] = {}
-        for i, op in ops.items():
-            by_channel.setdefault(id(self._channel_of[i]), {})[i] = op
         self._in_flight.update(ops)
-        for key, channel_ops in by_channel.items():
-            if key in self._flights:
-                self._held.setdefault(key, {}).update(channel_ops)
-                self._held_resets.update(resets.intersection(channel_ops))
-            else:
-                channel = self._channel_of[next(iter(channel_ops))]
-                self._send_frame(channel, channel_ops, frozenset(resets.intersection(channel_ops)))
-
-    def _send_frame(
-        self, channel: Channel, ops: Mapping[int, Op], resetting: frozenset[int]
-    ) -> None:
-        listed: list[Op | None] = [None] * self.num_envs
-        for i, op in ops.items():
-            listed[i] = op
-        frame = channel.frame(listed)
-        if frame is None:
-            return
-        with contextlib.suppress(ConnectionLostError, SessionClosedError):
-            channel.session.send(frame)  # reading the reply reports a broken connection
-        deadline = time.monotonic() + self._connections.reply_timeout
-        self._flights[id(channel)] = _Flight(channel, sorted(ops), resetting, deadline)
-
-    # ------------------------------------------------------------------ receiving
+        self._flights.dispatch(ops, resets)
 
     def _wait_for_replies(self) -> None:
-        """Read the replies that came (at least one), in the order the sockets say."""
-        flights = list(self._flights.values())
-        if not flights:
-            raise PoolUsageError("recv() has nothing in flight to wait for")  # unreachable
-        for flight in flights:
-            if flight.channel.session.has_message:
-                self._take(flight)
-                return
-        earliest = min(f.deadline for f in flights)
-        now = time.monotonic()
-        if now >= earliest:
-            self._take(min(flights, key=lambda f: f.deadline))  # raises its timeout
-            return
-        by_fd = {f.channel.session.fileno(): f for f in flights}
-        poller = select.poll()
-        for fd in by_fd:
-            poller.register(fd, select.POLLIN)
-        timeout_ms = max(1, int(min(_WAIT_SLICE, earliest - now) * 1000))
-        for fd, _ in poller.poll(timeout_ms):
-            self._take(by_fd[fd])
+        """Take the replies that came (at least one, or a fault); the first error is raised
+        once every reply read is taken."""
+        failure: BaseException | None = None
+        for flight, reply in self._flights.replies():
+            try:
+                if isinstance(reply, OpenEnvGymError):
+                    self._lost(flight, reply)
+                else:
+                    self._take(flight, reply)
+            except BaseException as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
-    def _take(self, flight: _Flight) -> None:
-        """Read and decode one connection's reply; its sub-envs become ready."""
+    def _take(self, flight: Flight, raw: str | bytes) -> None:
+        """Decode one connection's reply; its sub-envs become ready."""
         channel = flight.channel
-        key = id(channel)
-        del self._flights[key]
-        try:
-            raw = channel.session.receive(flight.deadline, spin=False)
-        except (ReplyTimeoutError, ConnectionLostError, SessionClosedError) as exc:
-            self._lost(flight, exc)
-            return
+        buffers = self._buffers
         try:
             result = channel.parse(raw, self._connections.url_of(channel.indices[0]))
-            buffers = self._buffers
             self._infos = buffers.take_steps(
                 channel.indices, result, flight.resetting, self._infos, {}
             )
-            arrived = [channel.indices[k] for k in result.indices]
         except BaseException:
-            # The sub-envs of a failed reply are not in flight any more; resetting them
-            # is how they go on.
+            # Not in flight any more; resetting them is how they go on.
             self._ended[flight.sub_envs] = True
             self._in_flight.difference_update(flight.sub_envs)
-            self._flush_held(channel)
+            self._flights.flush(channel)
             raise
-        buffers = self._buffers
-        for i in arrived:
+        for k in result.indices:
+            i = channel.indices[k]
             self._ended[i] = buffers.terminations[i] or buffers.truncations[i]
             self._in_flight.discard(i)
             self._ready.append(i)
-        self._flush_held(channel)
+        self._flights.flush(channel)
 
-    def _flush_held(self, channel: Channel) -> None:
-        held = self._held.pop(id(channel), None)
-        if held:
-            resetting = frozenset(self._held_resets.intersection(held))
-            self._held_resets.difference_update(held)
-            self._send_frame(channel, held, resetting)
-
-    def _lost(self, flight: _Flight, cause: OpenEnvGymError) -> None:
+    def _lost(self, flight: Flight, cause: OpenEnvGymError) -> None:
         """A connection broke: raise, or (``reconnect``) reopen it and return its sub-envs
         in flight as truncated."""
         connections = self._connections
         if not self.reconnect:
             raise connections.sub_env_error(flight.sub_envs[0], cause, reconnect=False) from cause
-        held = self._held.pop(id(flight.channel), {})
-        self._held_resets.difference_update(held)
+        held = self._flights.forget_held(flight.channel)
         affected = connections.reopen(flight.channel.indices, [cause])
-        self._map_channels()
+        self._flights.map_channels()
         self._ended[affected] = True  # their new sessions start with a reset
         buffers = self._buffers
         for i in [*flight.sub_envs, *held]:
@@ -453,12 +382,7 @@ class OpenEnvPool:
 
     def _drain(self) -> None:
         """Wait out the frames in flight and forget every reply not returned yet."""
-        for flight in list(self._flights.values()):
-            del self._flights[id(flight.channel)]
-            with contextlib.suppress(OpenEnvGymError):  # the next round trip finds it broken
-                flight.channel.session.receive(flight.deadline, spin=False)
-        self._held.clear()
-        self._held_resets.clear()
+        self._flights.drain()
         self._in_flight.clear()
         self._ready.clear()
         self._infos = {}
@@ -488,30 +412,8 @@ class OpenEnvPool:
 
     # ------------------------------------------------------------------ checks
 
-    def _map_channels(self) -> None:
-        channel_of: dict[int, Channel] = {}
-        for channel in self._connections.channels:
-            for i in channel.indices:
-                channel_of[i] = channel
-        self._channel_of = [channel_of[i] for i in range(self.num_envs)]
-
     def _check_ids(self, env_id: Any, *, busy_ok: bool) -> list[int]:
-        if env_id is None:
-            return list(range(self.num_envs))
-        array = np.asarray(env_id)
-        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
-            raise PoolUsageError(
-                f"expected env_id to be a 1-D array of sub-env indices (ints), got {env_id!r}; "
-                "pass info['env_id'] of the last recv()"
-            )
-        ids = array.tolist()
-        unknown = [i for i in ids if not 0 <= i < self.num_envs]
-        if unknown:
-            raise PoolUsageError(
-                f"env_id names sub-envs {unknown}, but the pool has sub-envs 0..{self.num_envs - 1}"
-            )
-        if len(set(ids)) != len(ids):
-            raise PoolUsageError(f"env_id names a sub-env twice: {ids}")
+        ids = check_env_ids(env_id, self.num_envs)
         if not busy_ok:
             busy = [i for i in ids if i in self._in_flight or i in self._ready]
             if busy:
@@ -524,18 +426,6 @@ class OpenEnvPool:
     def _check_open(self) -> None:
         if self._closed:
             raise PoolUsageError("this pool is closed; create a new one with make_pool(...)")
-
-
-def _check_batch_size(batch_size: Any, num_envs: int) -> int:
-    if batch_size is None:
-        return num_envs
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
-        raise PoolUsageError(f"expected batch_size to be an int or None, got {batch_size!r}")
-    if not 1 <= batch_size <= num_envs:
-        raise PoolUsageError(
-            f"expected 1 <= batch_size <= num_envs={num_envs}, got batch_size={batch_size}"
-        )
-    return int(batch_size)
 
 
 def make_pool(
