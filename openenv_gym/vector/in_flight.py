@@ -117,11 +117,17 @@ class InFlight:
         self._held_resets.difference_update(held)
         return list(held)
 
-    def replies(self) -> list[tuple[Flight, str | bytes | OpenEnvGymError]]:
+    def replies(self, *, every: bool = False) -> list[tuple[Flight, str | bytes | OpenEnvGymError]]:
         """Wait until at least one reply came (or a deadline passed); those replies, each
         with its flight (no longer in flight), in the order the sockets gave them. A broken
-        or late connection gives its error in place of a reply."""
+        or late connection gives its error in place of a reply.
+
+        ``every``: the caller needs every reply anyway (a synchronous pool): they are read
+        in order, as a vector env reads them (the first read spins), with no ``poll``.
+        """
         flights = list(self._flights.values())
+        if every or len(flights) == 1:  # no order to keep
+            return [(f, self._read(f, spin=k == 0)) for k, f in enumerate(flights)]
         ready = [f for f in flights if f.channel.session.has_message]
         if not ready:
             earliest = min(f.deadline for f in flights)
@@ -137,10 +143,10 @@ class InFlight:
                 ready = [by_fd[fd] for fd, _ in poller.poll(timeout_ms)]
         return [(flight, self._read(flight)) for flight in ready]
 
-    def _read(self, flight: Flight) -> str | bytes | OpenEnvGymError:
+    def _read(self, flight: Flight, *, spin: bool = False) -> str | bytes | OpenEnvGymError:
         del self._flights[id(flight.channel)]
         try:
-            return flight.channel.session.receive(flight.deadline, spin=False)
+            return flight.channel.session.receive(flight.deadline, spin=spin)
         except (ReplyTimeoutError, ConnectionLostError, SessionClosedError) as exc:
             return exc
 

@@ -330,7 +330,8 @@ class OpenEnvPool:
         """Take the replies that came (at least one, or a fault); the first error is raised
         once every reply read is taken."""
         failure: BaseException | None = None
-        for flight, reply in self._flights.replies():
+        every = self.batch_size == self.num_envs
+        for flight, reply in self._flights.replies(every=every):
             try:
                 if isinstance(reply, OpenEnvGymError):
                     self._lost(flight, reply)
