@@ -1,9 +1,9 @@
 """The variable-step-time measurement: the pool against the synchronous vector env.
 
 An official-package server (``openenv``, the protocol's reference peer, under uvicorn on
-127.0.0.1) whose steps sleep an exponential time (mean ``--mean-ms``; each session steps in a
-thread of its own, so sessions wait concurrently). A learner that spends ``--learner-ms`` per
-batch drives ``--num-envs`` sub-envs two ways:
+127.0.0.1, in a child process) whose steps sleep an exponential time (mean ``--mean-ms``;
+each session steps in a thread of its own, so sessions wait concurrently). A learner that
+spends ``--learner-ms`` per batch drives ``--num-envs`` sub-envs two ways:
 
 * ``vector``: :class:`~openenv_gym.vector.OpenEnvVectorEnv`, every step waits for the slowest;
 * ``pool``: :func:`~openenv_gym.vector.pool.make_pool` with ``--batch-size``, the learner
@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import random
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import numpy as np
 
 from openenv_gym.vector import OpenEnvVectorEnv
@@ -87,26 +88,40 @@ def make_app(mean_seconds: float, max_sessions: int) -> Any:
     )
 
 
-@contextlib.contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 in a thread; yield its URL."""
+def _run_server(port: int, mean_seconds: float, max_sessions: int) -> None:
     import uvicorn
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
+    app = make_app(mean_seconds, max_sessions)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
+
+
+@contextlib.contextmanager
+def serve(mean_seconds: float, max_sessions: int) -> Iterator[str]:
+    """Run the app of :func:`make_app` under uvicorn on 127.0.0.1 in a child process (a
+    remote server never shares the learner's interpreter); yield its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = multiprocessing.get_context("spawn").Process(
+        target=_run_server, args=(port, mean_seconds, max_sessions), daemon=True
+    )
+    process.start()
+    url = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or not process.is_alive():
+                raise RuntimeError(f"the official openenv server at {url} did not start")
+            time.sleep(0.1)
+        yield url
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+        process.terminate()
+        process.join(10)
 
 
 def run_vector(url: str, num_envs: int, seconds: float, learner: float) -> float:
@@ -154,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--learner-ms", type=float, default=2.0, help="learner time per batch")
     parser.add_argument("--seconds", type=float, default=10.0, help="per contender")
     args = parser.parse_args(argv)
-    with serve(make_app(args.mean_ms / 1000, args.num_envs * 2)) as url:
+    with serve(args.mean_ms / 1000, args.num_envs * 2) as url:
         learner = args.learner_ms / 1000
         vector = run_vector(url, args.num_envs, args.seconds, learner)
         pool, served = run_pool(url, args.num_envs, args.batch_size, args.seconds, learner)
