@@ -191,7 +191,8 @@ class OpenEnvPool:
         buffers.mark_reset(ids)
         self._started[ids] = True
         self._ended[ids] = False
-        obs, _, _, _, info = self._batch_of(np.array(ids))
+        self._last = np.array(ids)
+        obs, _, _, _, info = self._batch_of(self._last)
         return obs, info
 
     def async_reset(

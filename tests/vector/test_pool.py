@@ -252,6 +252,16 @@ def test_enum_actions_and_action_masks_of_the_sub_envs_received(grid_url: str) -
         positions = dict(zip(info["env_id"].tolist(), obs["position"].tolist(), strict=True))
         assert positions == {2: [1, 0], 0: [2, 0]}
         assert masks == {2: [True, False, True, True], 0: [True, False, True, False]}
+        # reset() of some sub-envs: the masks (and a send's default env_id) are theirs.
+        obs, info = pool.reset(np.array([0]))
+        assert info["env_id"].tolist() == [0]
+        assert obs["position"].tolist() == [[0, 0]]
+        np.testing.assert_array_equal(pool.action_masks(), [[True, False, False, True]])
+        pool.send(np.array([0]))  # up, for sub-env 0
+        pool.send(np.array([0]), np.array([1]))
+        obs, _, _, _, info = pool.recv()
+        positions = dict(zip(info["env_id"].tolist(), obs["position"].tolist(), strict=True))
+        assert positions == {0: [0, 1], 1: [1, 1]}
 
 
 # --------------------------------------------------------------------------- faults
