@@ -5,6 +5,7 @@ in a child process on 127.0.0.1, and this script plays episodes over its WebSock
 random policy, then prints the returns and the step rate. The server stops on ``close()``.
 
     python examples/rollout.py --episodes 5 --seed 0
+    python examples/rollout.py --quick                            # 2 episodes, smoke test
     python examples/rollout.py --base-url http://127.0.0.1:8000   # a server you started
 """
 
@@ -21,10 +22,15 @@ import openenv_gym
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env-id", default="openenv/CartPole-v1", help="a registered openenv id")
-    parser.add_argument("--episodes", type=int, default=5, help="episodes to play")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes to play (default 5)")
+    parser.add_argument("--quick", action="store_true", help="2 episodes (default), smoke test")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first reset")
     parser.add_argument("--base-url", default=None, help="use a running server instead")
     args = parser.parse_args(argv)
+    if args.episodes is None:
+        args.episodes = 2 if args.quick else 5
+    if args.episodes < 1:
+        parser.error(f"--episodes must be at least 1, got {args.episodes}")
 
     kwargs = {"base_url": args.base_url} if args.base_url else {}
     env = gym.make(args.env_id, **kwargs)

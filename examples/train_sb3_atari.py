@@ -106,11 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         venv.close()
         if server is not None:
             server.stop()
-    mean = sum(e["r"] for e in episodes) / len(episodes) if episodes else float("nan")
+    if episodes:
+        mean = sum(e["r"] for e in episodes) / len(episodes)
+        games = f"{len(episodes)} finished games, mean score {mean:.1f}"
+    else:  # a Pong game lasts ~800 steps per env: --quick ends before the first one
+        games = f"no game finished yet in {model.num_timesteps // n_envs} steps per env"
     print(
         f"trained {model.num_timesteps} steps in {elapsed:.1f}s: "
-        f"{model.num_timesteps / elapsed:.0f} steps/s (training included); "
-        f"{len(episodes)} finished games, mean score {mean:.1f}"
+        f"{model.num_timesteps / elapsed:.0f} steps/s (training included); {games}"
     )
     return 0
 

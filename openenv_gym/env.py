@@ -71,6 +71,7 @@ from openenv_gym.spaces.inference import (
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS
 from openenv_gym.spaces.tool_list import ToolSpec
+from openenv_gym.wire.compressed import DEFAULT_COMPRESSION, check_compression
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, check_encoding
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
@@ -146,6 +147,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
+        compression: ``"auto"`` (observation frames come compressed, where they shrink,
+            when the server is not on a loopback address and no shared memory is agreed),
+            ``"zstd"`` (always offered) or ``"off"`` (:mod:`openenv_gym.wire.compressed`).
+            Only our servers agree to it; official servers are unaffected.
         open_session: ``False`` builds the spaces (and starts the server) without keeping a
             session open; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
             :meth:`detach`.
@@ -158,7 +163,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         RenderModeUnavailableError: ``render_mode`` is not in this env's render modes.
     """
 
-    metadata: dict[str, Any] = {"render_modes": [], "render_fps": 30}
+    # The modes an instance may have: gym.make reads them before any server is known (and
+    # warns about a render_mode outside them). Each instance narrows them to what its server
+    # offers, and refuses the others (RenderModeUnavailableError).
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(
         self,
@@ -182,6 +190,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         render_mode: str | None = None,
         encoding: str = DEFAULT_ENCODING,
         token: str | None = None,
+        compression: str = DEFAULT_COMPRESSION,
         open_session: bool = True,
     ) -> None:
         if base_url is None and provider is None:
@@ -199,6 +208,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._legal: Any = None
         self.metadata = dict(type(self).metadata)  # render modes are per instance
         self.encoding = check_encoding(encoding)
+        check_compression(compression)
         self._token = resolve_token(token)
         self._mapping_options: dict[str, Any] = {
             "action_field_spaces": dict(action_field_spaces or {}),
@@ -221,6 +231,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 max_message_size=max_message_size,
                 headers=dict(headers or {}),
                 token=self._token,
+                compression=compression,
             )
             schema = self._schemas(action_model, observation_model)
             self._action_codec, self._observation_codec = self._build_codecs(schema)

@@ -239,6 +239,15 @@ class BinaryEncodingRefusedError(ServerConnectionError):
     subprotocol (an official OpenEnv server, or an older openenv-gym server)."""
 
 
+class UnknownCompressionError(OpenEnvGymError, ValueError):
+    """``compression=`` is not one of ``"auto"``, ``"zstd"``, ``"off"``."""
+
+
+class CompressedFrameError(ProtocolError):
+    """A compressed frame (``OGZ1``) cannot be unpacked: no declared content size, a size
+    over the message limit, or a corrupt payload. Nothing was decompressed past the limit."""
+
+
 class EnvConfigError(OpenEnvGymError, ValueError):
     """An environment option is invalid (unknown game, obs_type, opponent, policy, ...)."""
 
@@ -253,9 +262,11 @@ class IllegalMoveError(ActionOutOfSpaceError):
 
 __all__ += [
     "BinaryEncodingRefusedError",
+    "CompressedFrameError",
     "EnvConfigError",
     "IllegalMoveError",
     "UCIEngineNotFoundError",
+    "UnknownCompressionError",
     "UnknownEncodingError",
 ]
 
@@ -444,3 +455,12 @@ class LinkProxyError(OpenEnvGymError, RuntimeError):
 __all__ += ["LinkProfileError", "LinkProxyError"]
 
 __all__ += ["PoolUsageError"]
+
+# --------------------------------------------------------------------------- serving
+
+
+class PortInUseError(ServerStartError):
+    """``openenv-gym serve`` cannot bind: another process listens on the host and port."""
+
+
+__all__ += ["PortInUseError"]

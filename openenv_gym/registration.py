@@ -31,6 +31,7 @@ import gymnasium as gym
 
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.registry import NAMESPACE, SERVER_ENVS
+from openenv_gym.errors import EnvConfigError
 from openenv_gym.providers import ServerSpec, server_provider
 
 #: The ids that are not a server env of ours: any OpenEnv server, any image.
@@ -87,20 +88,30 @@ def _register(env_id: str, **kwargs: Any) -> None:
 
 
 def make_docker_env(
-    image: str, serve_args: Sequence[str] | None = None, **kwargs: Any
+    image: str | None = None, serve_args: Sequence[str] | None = None, **kwargs: Any
 ) -> OpenEnvEnv:
     """Any OpenEnv server image in a container on 127.0.0.1 (or placed by the vector env's
     ``fleet=``, e.g. on a Ray node); the spaces from its schema.
 
     Args:
-        image: The image to run.
+        image: The image to run (required).
         serve_args: For our images, the arguments after ``openenv-gym serve`` (e.g.
             ``["gymnasium", "--env-id", "Acrobot-v1"]``); ``None`` keeps the image's command
             (which must listen on port 8000, or pass ``docker_kwargs={"container_port": ...}``).
         **kwargs: The server's keywords (:class:`~openenv_gym.providers.ServerSpec`:
             ``token``, passed to the container, ``startup_timeout``, ``docker_kwargs``), then
             :class:`~openenv_gym.env.OpenEnvEnv` options.
+
+    Raises:
+        EnvConfigError: No ``image``.
     """
+    if image is None:
+        raise EnvConfigError(
+            "openenv/Docker-v0 needs the image to run: "
+            "gym.make('openenv/Docker-v0', image='openenv-gym/gymnasium:latest', "
+            "serve_args=['gymnasium', '--env-id', 'Acrobot-v1']) (`openenv-gym build` makes "
+            "our images)"
+        )
     server = ServerSpec.take(kwargs, image=image)
     provider = server_provider(serve_args, server)
     return OpenEnvEnv(provider=provider, token=server.token, **kwargs)

@@ -4,6 +4,9 @@
 #   bash scripts/setup.sh            # the package and its client dependencies
 #   bash scripts/setup.sh dev        # + test tools, SB3 and the official openenv test peer
 #   bash scripts/setup.sh atari,sb3  # any extras from pyproject.toml, comma-separated
+#   bash scripts/setup.sh gym-latest # ./.venv-gym-latest: the test extra (everything but Ray,
+#                                    # whose [rllib] pins gymnasium) with the newest Gymnasium
+#                                    # pyproject.toml allows, the one a plain pip install gets
 #
 # torch is installed first, pinned to the 2.13.0 CPU build, whenever an extra pulls in
 # stable-baselines3: a bare `torch` would resolve to several GB of CUDA wheels.
@@ -12,6 +15,11 @@ cd "$(dirname "$0")/.."
 
 extras="${1:-}"
 python="${PYTHON:-python3}"
+venv=".venv"
+if [ "$extras" = "gym-latest" ]; then
+    venv=".venv-gym-latest"
+    extras="test"
+fi
 
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     echo "setup.sh: Python 3.11 or newer is needed; $python is $("$python" --version 2>&1)." >&2
@@ -19,15 +27,15 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     exit 1
 fi
 
-if [ ! -x .venv/bin/python ]; then
-    echo "setup.sh: creating .venv with $("$python" --version 2>&1)"
-    "$python" -m venv .venv
+if [ ! -x "$venv/bin/python" ]; then
+    echo "setup.sh: creating $venv with $("$python" --version 2>&1)"
+    "$python" -m venv "$venv"
 fi
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 
 case ",$extras," in
-    *,dev,*|*,sb3,*)
-        if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+    *,dev,*|*,test,*|*,sb3,*)
+        if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
             echo "setup.sh: installing torch==2.13.0 (CPU build)"
             "${pip[@]}" torch==2.13.0
         fi
@@ -40,4 +48,9 @@ if [ -n "$extras" ]; then
 fi
 echo "setup.sh: installing openenv-gym ($target) in editable mode"
 "${pip[@]}" -e "$target"
-echo "setup.sh: ready (.venv/bin/python)"
+if [ "$venv" = ".venv-gym-latest" ]; then
+    # The newest Gymnasium the package allows (an existing venv may hold an older one).
+    "${pip[@]}" --upgrade --upgrade-strategy only-if-needed "$(grep -o '"gymnasium[^"]*"' pyproject.toml | head -1 | tr -d '"')"
+    echo "setup.sh: gymnasium $("$venv/bin/python" -c 'import gymnasium; print(gymnasium.__version__)')"
+fi
+echo "setup.sh: ready ($venv/bin/python)"

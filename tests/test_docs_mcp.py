@@ -20,7 +20,7 @@ def _python_blocks() -> list[str]:
 def test_the_worked_example_runs() -> None:
     blocks = _python_blocks()
     server = next(block for block in blocks if "create_app(" in block)
-    client = next(block for block in blocks if "import openenv_gym" in block)
+    client = [block for block in blocks if "import openenv_gym" in block][-1]
     server_namespace: dict[str, Any] = {"__name__": "toolbox"}
     exec(compile(server, f"{GUIDE}:server", "exec"), server_namespace)
     with serve_official_app(server_namespace["app"]) as url:

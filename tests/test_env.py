@@ -40,6 +40,7 @@ def _checker_warnings(env: gym.Env[Any, Any]) -> set[str]:
     return {str(w.message) for w in caught}
 
 
+@pytest.mark.slow
 def test_embedded_cartpole_passes_gymnasium_and_sb3_checkers() -> None:
     env = gym.make("openenv/CartPole-v1")
     try:

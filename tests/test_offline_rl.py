@@ -91,6 +91,7 @@ def _evaluate(url: str, w: np.ndarray, episodes: int) -> float:
     return total / episodes
 
 
+@pytest.mark.slow
 def test_record_from_yaml_load_every_way_replay_reproduce_and_clone(
     cartpole_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,3 +171,43 @@ def test_record_from_yaml_load_every_way_replay_reproduce_and_clone(
     table = rows.with_format("numpy")[:]
     weights = _clone(np.stack(table["observation"]), table["action"].astype(np.float64))
     assert _evaluate(cartpole_url, weights, episodes=3) >= 0.9 * LIMIT
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_recorded_actions_are_the_executed_ones_and_replay_under_noise(
+    cartpole_url: str, tmp_path: Path, num_envs: int
+) -> None:
+    """Issue 28, item 2: recorded outside epsilon noise (the shipped example's order), the
+    ``action`` column holds what the env executed, so every episode replays exactly; the
+    policy's choice is the ``policy_action`` column, and the dataset card says so."""
+    config = tmp_path / "experiment.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "env": {"id": "openenv/Remote-v0", "base_url": cartpole_url},
+                "num_envs": num_envs,
+                "seed": 3,
+                "wrappers": [
+                    {"type": "TimeLimit", "max_episode_steps": LIMIT},
+                    {"type": "action_noise", "kind": "epsilon", "epsilon": 0.3},
+                    {"type": "record"},
+                ],
+            }
+        )
+    )
+    out = tmp_path / "run"
+    _record(config, out)
+    arrays = trajectory_arrays(out)
+    policy = np.array([expert(o, None) for o in arrays["observation"]])
+    np.testing.assert_array_equal(arrays["policy_action"], policy)
+    assert (arrays["action"] != arrays["policy_action"]).any()  # the noise changed some
+    card = (out / "README.md").read_text()
+    assert "`policy_action[.key]` holds the policy's action" in card
+    assert "--config experiment.yaml --episodes 5 --out NEW_DIR" in card
+    for index in range(num_envs):
+        rows = arrays["env_index"] == index
+        mine = {key: value[rows] for key, value in arrays.items()}
+        # Each sub-env's first reset seed: 3 + index (the vector env's seed convention).
+        replayed = _replay(cartpole_url, mine, seed=3 + index)
+        for key in COLUMNS:
+            np.testing.assert_array_equal(np.asarray(replayed[key]), mine[key], err_msg=key)

@@ -61,6 +61,7 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
     Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.open_ours_env, True),
     Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
     Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
+    Contender("ours-zstd", "ours vector (binary, zstd forced)", remote.open_ours_zstd),
 )
 
 CONTENDER_KEYS: Final = tuple(c.key for c in CONTENDERS)

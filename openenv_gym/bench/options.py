@@ -35,6 +35,7 @@ CONTENDER_KEYS: Final = (
     "ours-env",
     "ours-json",
     "ours-binary",
+    "ours-zstd",
 )
 DEFAULT_SIZES: Final = (1, 2, 4, 8, 16)
 QUICK_SIZES: Final = (1, 8)

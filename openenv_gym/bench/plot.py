@@ -30,6 +30,7 @@ COLORS: Final = {
     "ours-env": "#e377c2",
     "ours-json": "#d62728",
     "ours-binary": "#000000",
+    "ours-zstd": "#17becf",
     "ours-vector": "#d62728",
 }
 #: One marker per contender, all distinct.
@@ -44,6 +45,7 @@ MARKERS: Final = {
     "ours-env": "h",
     "ours-json": "o",
     "ours-binary": "p",
+    "ours-zstd": "d",
     "ours-vector": "8",
 }
 

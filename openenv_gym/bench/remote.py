@@ -4,7 +4,8 @@
   stepped with ``asyncio.gather`` (episodes that end are reset in the same vector step);
 * ``official-sync``: one official client through its synchronous ``.sync()`` wrapper;
 * ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``;
-* ``ours-json`` / ``ours-binary``: our ``OpenEnvVectorEnv`` over pooled sessions.
+* ``ours-json`` / ``ours-binary``: our ``OpenEnvVectorEnv`` over pooled sessions; ``ours-zstd``:
+  binary with compression forced on.
 
 The drivers take the action to send from a row of the action stream; the suite's rows are
 Discrete indices, :mod:`openenv_gym.bench.url` passes pre-encoded wire actions.
@@ -195,3 +196,13 @@ def open_ours_binary(context: Context, n: int) -> Driver:
     spec = context.spec
     urls = context.require_servers()
     return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **spec.openenv_kwargs))
+
+
+def open_ours_zstd(context: Context, n: int) -> Driver:
+    """Our ``OpenEnvVectorEnv``, binary frames, compression forced on (``compression="zstd"``:
+    what ``"auto"`` does to a server on another host; the link proxy listens on loopback,
+    where ``"auto"`` does not compress)."""
+    spec = context.spec
+    urls = context.require_servers()
+    kwargs = {**spec.openenv_kwargs, "compression": "zstd"}
+    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **kwargs))

@@ -44,11 +44,59 @@ from typing import Any, Final, TextIO
 from gymnasium import spaces
 
 from openenv_gym.argument_types import positive_int
-from openenv_gym.cli.command import Command, description_from_docstring
+from openenv_gym.cli.command import Command, UsageError, description_from_docstring
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The URL schemes a server address may have (ws/wss: the WebSocket address of the same server).
+URL_SCHEMES: Final = ("http://", "https://", "ws://", "wss://")
+#: The Gymnasium id to use for a server whose schema is one of our game schemas (the official
+#: OpenEnv ones): (action fields, observation fields) it must have -> id.
+GAME_ENV_IDS: Final = (
+    (frozenset({"action_id"}), frozenset({"screen", "screen_shape", "legal_actions"}), "Atari-v0"),
+    (frozenset({"move"}), frozenset({"fen", "legal_moves"}), "Chess-v0"),
+)
+
+
+def check_url(url: str) -> str:
+    """``url`` when it has a scheme; else a :class:`UsageError` naming the command to run.
+
+    Example:
+        >>> check_url("http://127.0.0.1:8000")
+        'http://127.0.0.1:8000'
+        >>> check_url("127.0.0.1:8000")
+        Traceback (most recent call last):
+        ...
+        openenv_gym.cli.command.UsageError: expected a URL starting with http://, https://, \
+ws:// or wss://, got '127.0.0.1:8000'; run: openenv-gym check http://127.0.0.1:8000
+    """
+    if url.lower().startswith(URL_SCHEMES):
+        return url
+    return_url = "http://" + url.split("://", 1)[-1]
+    raise UsageError(
+        f"expected a URL starting with {', '.join(URL_SCHEMES[:-1])} or {URL_SCHEMES[-1]}, "
+        f"got {url!r}; run: openenv-gym check {return_url}"
+    )
+
+
+def game_env_id(schema: dict[str, Any]) -> str | None:
+    """``"openenv/Atari-v0"`` or ``"openenv/Chess-v0"`` for a server speaking that game's
+    schema (ours or the official one), else ``None`` (``openenv/Remote-v0`` then).
+
+    Example:
+        >>> game_env_id({"action": {"properties": {"move": {}}},
+        ...              "observation": {"properties": {"fen": {}, "legal_moves": {}}}})
+        'openenv/Chess-v0'
+        >>> game_env_id({"action": {"properties": {"x": {}}}}) is None
+        True
+    """
+    action = set((schema.get("action") or {}).get("properties") or {})
+    observation = set((schema.get("observation") or {}).get("properties") or {})
+    for needs_action, needs_observation, env_id in GAME_ENV_IDS:
+        if needs_action <= action and needs_observation <= observation:
+            return f"openenv/{env_id}"
+    return None
 
 
 @dataclass
@@ -125,6 +173,7 @@ class Checker:
         self.debug = debug
         self.results: list[CheckResult] = []
         self.env: Any = None
+        self.env_id = "openenv/Remote-v0"
 
     def _run(self, name: str, check: Callable[[], tuple[str, list[str]]]) -> bool:
         try:
@@ -155,6 +204,9 @@ class Checker:
         from openenv_gym.client import fetch_schema
 
         schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
+        game = game_env_id(schema)
+        if game is not None and not self.mapping:  # the mapping options are Remote-v0's
+            self.env_id = game
         parts = []
         for key in ("action", "observation", "state"):
             fields = list((schema.get(key) or {}).get("properties", {}))
@@ -174,10 +226,10 @@ class Checker:
     def spaces(self) -> tuple[str, list[str]]:
         import gymnasium as gym
 
-        import openenv_gym  # noqa: F401  (registers openenv/Remote-v0)
+        import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 
         made = gym.make(
-            "openenv/Remote-v0",
+            self.env_id,
             base_url=self.url,
             token=self.token,
             connect_timeout=self.timeout,
@@ -198,7 +250,7 @@ class Checker:
         kwargs = [f"{k}={v!r}" for k, v in self._mapping_source().items()]
         pins = env.pinning_kwargs()
         self.make_call = (
-            f"gym.make('openenv/Remote-v0', base_url={self.url!r}"
+            f"gym.make({self.env_id!r}, base_url={self.url!r}"
             + "".join(f", {k}" for k in kwargs)
             + (f", {pins}" if pins else "")
             + ")"
@@ -417,7 +469,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the checks, print the report; 0 when all pass, 1 otherwise."""
     checker = Checker(
-        args.url,
+        check_url(args.url),
         token=args.token,
         max_steps=args.max_steps,
         seed=args.seed,

@@ -46,7 +46,8 @@ EXIT_INTERRUPTED: Final = 130
 class UsageError(Exception):
     """A command-line value is invalid in a way argparse cannot see (exit code 2).
 
-    Raise it from a command's ``run``; ``openenv-gym`` prints the usage line and the message.
+    Raise it from a command's ``run``; ``openenv-gym`` prints that command's usage line and
+    the message.
     """
 
 
@@ -131,7 +132,8 @@ class Command:
             parents=[common_options()],
         )
         self.add_arguments(parser)
-        parser.set_defaults(handler=self.run)
+        # A UsageError from run() prints this command's usage line, not the top-level one.
+        parser.set_defaults(handler=self.run, print_usage=parser.print_usage)
         return parser
 
 

@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
+        getattr(args, "print_usage", parser.print_usage)(sys.stderr)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:

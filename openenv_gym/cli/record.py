@@ -12,8 +12,9 @@ Usage::
 With ``--config`` the env, the number of envs and the wrappers come from an experiment config
 (:mod:`openenv_gym.config`); a ``record`` wrapper is appended when the config has none. Either
 way the resolved config is saved as ``experiment.yaml`` beside the data. With ``num_envs > 1``
-the recording stops once N episodes ended over all sub-envs (the others' open episodes are
-kept, unfinished).
+the recording stops once N episodes ended over all sub-envs (more may end in the same step; the
+others' open episodes are kept, unfinished); the summary line counts what the data holds: the
+episodes that ended, all steps (rows), and how many of those are of unfinished episodes.
 
 The policy is random by default; ``--policy package.module:function`` names a function
 ``(observation, action_space) -> action``. Progress goes to stderr (a tqdm bar when tqdm is
@@ -233,9 +234,32 @@ def _act(policy: Policy | None, env: Any, observation: Any, vector: bool) -> Any
     return np.stack([policy(index_observation(observation, i), space) for i in range(env.num_envs)])
 
 
+def _summary(
+    episodes: int, rows: int, open_lengths: np.ndarray, chunks: int, out: str, elapsed: float
+) -> str:
+    """The last stdout line: the episodes that ended and the steps (rows) the data holds;
+    with ``num_envs > 1``, how many of those rows belong to episodes left unfinished.
+
+    Example:
+        >>> _summary(4, 377, np.array([3, 0, 22, 0]), 1, "runs/x", 1.25)
+        'recorded 4 episodes, 377 steps, 1 chunk(s) to runs/x in 1.2s (25 of the steps are \
+of 2 unfinished episodes)'
+    """
+    line = (
+        f"recorded {episodes} episodes, {rows} steps, {chunks} chunk(s) to {out} in {elapsed:.1f}s"
+    )
+    unfinished = int(np.count_nonzero(open_lengths))
+    if unfinished:
+        line += (
+            f" ({int(open_lengths.sum())} of the steps are of {unfinished} unfinished "
+            f"episode{'s' if unfinished > 1 else ''})"
+        )
+    return line
+
+
 def run(args: argparse.Namespace) -> int:
     """``openenv-gym record``: play, record, report; 0 on success."""
-    from gymnasium.vector import VectorEnv
+    from gymnasium.vector import AutoresetMode, VectorEnv
 
     from openenv_gym.config import make_from_config
     from openenv_gym.trajectories import trajectory_files
@@ -251,7 +275,12 @@ def run(args: argparse.Namespace) -> int:
     env.action_space.seed(seed)
     num_envs = env.num_envs if isinstance(env, VectorEnv) else 1
     returns, lengths = np.zeros(num_envs), np.zeros(num_envs, dtype=np.int64)
-    steps, ended = 0, 0
+    resetting = np.zeros(num_envs, dtype=bool)
+    next_step_reset = vector and env.metadata.get("autoreset_mode") in (
+        AutoresetMode.NEXT_STEP,
+        None,
+    )
+    ended = 0
     start = time.perf_counter()
     try:
         observation, _ = env.reset(seed=seed)
@@ -259,14 +288,17 @@ def run(args: argparse.Namespace) -> int:
             observation, reward, terminated, truncated, _ = env.step(
                 _act(policy, env, observation, vector)
             )
-            returns += np.asarray(reward, dtype=np.float64).reshape(num_envs)
-            lengths += 1
-            done = np.logical_or(terminated, truncated).reshape(num_envs)
+            # With next-step autoreset, the step after an end is a reset: no transition.
+            stepped = ~resetting
+            returns[stepped] += np.asarray(reward, dtype=np.float64).reshape(num_envs)[stepped]
+            lengths[stepped] += 1
+            done = np.logical_or(terminated, truncated).reshape(num_envs) & stepped
+            if next_step_reset:
+                resetting = done
             for i in np.flatnonzero(done):
                 if ended < args.episodes:
                     progress.update(float(returns[i]), int(lengths[i]))
-                    steps += int(lengths[i])
-                    ended += 1
+                ended += 1
                 returns[i], lengths[i] = 0.0, 0
             if not vector and done[0] and ended < args.episodes:
                 observation, _ = env.reset()
@@ -275,10 +307,7 @@ def run(args: argparse.Namespace) -> int:
         env.close()
     elapsed = time.perf_counter() - start
     chunks = len(trajectory_files(args.out))
-    print(
-        f"recorded {args.episodes} episodes, {steps} steps, {chunks} chunk(s) to {args.out} "
-        f"in {elapsed:.1f}s"
-    )
+    print(_summary(writer.episodes_ended, writer.steps_written, lengths, chunks, args.out, elapsed))
     if args.push_to_hub:
         from openenv_gym.trajectories import push_to_hub
 

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import logging
 import os
@@ -223,7 +224,22 @@ def run(args: argparse.Namespace) -> int:
         check_bind(args.host, serve_token(args), insecure=args.insecure)
     except InsecureBindError as exc:
         raise UsageError(str(exc)) from exc
-    target = SERVER_ENVS[args.target]
+    try:
+        return _serve(args, SERVER_ENVS[args.target])
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        from openenv_gym.errors import PortInUseError
+
+        raise PortInUseError(
+            f"{args.host}:{args.port} is already in use (another server?): {exc.strerror}. "
+            f"Stop the process listening there, or pick another port: `--port {args.port + 1}`, "
+            "or `--port 0` for a free one (the READY line names it)."
+        ) from exc
+
+
+def _serve(args: argparse.Namespace, target: ServerEnvSpec) -> int:
+    """Build and run the server (one process, or ``--workers K``)."""
     if args.workers > 1:
         return _run_workers(args, target)
     server = build_server(target, args)

@@ -52,6 +52,7 @@ from openenv_gym.errors import (
     ServerConnectionError,
     SessionClosedError,
 )
+from openenv_gym.wire.compressed import compression_offer
 from openenv_gym.wire.encoding import Encoding, encoding_of
 from openenv_gym.wire.messages import (
     WORKER_HEADER,
@@ -154,7 +155,8 @@ class AsyncSession:
         choice = options.encoding_choice
         connect_timeout = options.connect_timeout
         url = ws_url_or_raise(base_url)
-        offered = choice.subprotocols(batch=batch, extra=subprotocols)
+        compressed = compression_offer(options.compression, is_loopback_url(url)) is not None
+        offered = choice.subprotocols(batch=batch, compressed=compressed, extra=subprotocols)
         token = resolve_token(options.token)
         keywords: dict[str, Any] = {
             "compression": None,

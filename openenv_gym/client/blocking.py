@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ipaddress
 import select
 import socket
 import ssl
@@ -57,9 +58,25 @@ from openenv_gym.errors import (
     SessionClosedError,
 )
 from openenv_gym.wire.encoding import Encoding, encoding_of
-from openenv_gym.wire.messages import WORKER_HEADER, http_to_ws_url
+from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT, WORKER_HEADER, http_to_ws_url
 
 _CHUNK: Final = 256 * 1024
+
+
+def _on_loopback(sock: socket.socket) -> bool:
+    """Whether ``sock`` is connected to a loopback address (an IPv4-mapped one included)."""
+    try:
+        peer = sock.getpeername()
+    except OSError:
+        return False
+    if not isinstance(peer, tuple):
+        return True  # a Unix socket's path
+    try:
+        address = ipaddress.ip_address(peer[0].split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 class BlockingConnection:
@@ -79,6 +96,7 @@ class BlockingConnection:
         unix_path: str | None = None,
         busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
         poller: BusyPoller | None = None,
+        max_message_size: int = CLIENT_INBOUND_LIMIT,
     ) -> None:
         self._sock = sock
         self._fd = sock.fileno()
@@ -101,6 +119,11 @@ class BlockingConnection:
         self.last_active = time.monotonic()
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
         self.encoding: Encoding = encoding_of(protocol.subprotocol)
+        #: The largest frame accepted from the server, raw or once unpacked (bytes).
+        self.max_message_size = max_message_size
+        #: Whether the server is on this host by address: a Unix socket or a loopback IP
+        #: (a proxy or a container port published on 127.0.0.1 counts as loopback).
+        self.peer_on_loopback = unix_path is not None or _on_loopback(sock)
 
     @property
     def binary(self) -> bool:
@@ -199,6 +222,7 @@ class BlockingConnection:
             unix_path=unix_path,
             busy_poll=options.busy_poll,
             poller=poller,
+            max_message_size=options.max_message_size,
         )
         for frame in frames:
             connection._take_frame(frame)

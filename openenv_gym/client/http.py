@@ -88,9 +88,16 @@ def get_json(
         raise ServerConnectionError(
             f"GET {url} timed out after {timeout:g}s; is the server up?", url=url
         ) from exc
-    except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
         raise ServerConnectionError(
-            f"could not reach {url}: {exc}. Is an OpenEnv server running at {base}? Start one "
+            f"{base!r} is not a server URL ({str(exc).rstrip('.')}); expected one like "
+            "http://127.0.0.1:8000",
+            url=url,
+        ) from exc
+    except httpx.TransportError as exc:
+        raise ServerConnectionError(
+            f"could not reach {url}: {str(exc).rstrip('.')}. Is an OpenEnv server running at "
+            f"{base}? Start one "
             "with `openenv-gym serve ...`, or leave base_url unset to start an embedded server.",
             url=url,
         ) from exc

@@ -2,8 +2,8 @@
 
 Every connection an env, a vector env or a pool opens is described by one
 :class:`ConnectOptions`: the encoding to ask for, the timeouts, busy-polling, the message-size
-limit, extra HTTP headers and the bearer token. It is built once (and checked once) where the
-user's keywords arrive, and passed down unchanged.
+limit, extra HTTP headers, the bearer token and whether to compress observation frames. It
+is built once (and checked once) where the user's keywords arrive, and passed down unchanged.
 
 Example:
     >>> options = ConnectOptions(reply_timeout=5.0)
@@ -25,6 +25,7 @@ from typing import Any, Final
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client.http import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.errors import EnvConfigError
+from openenv_gym.wire.compressed import DEFAULT_COMPRESSION, check_compression
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, EncodingChoice, resolve_encoding
 from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT
 
@@ -50,10 +51,15 @@ class ConnectOptions:
             (default :data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`).
         headers: Extra HTTP headers sent with the WebSocket handshake.
         token: The bearer token (``None``: no ``Authorization`` header).
+        compression: ``"auto"`` (compressed observation frames on batch connections to a
+            peer that is not on a loopback address, never with shared memory), ``"zstd"``
+            (on every batch connection, no shared memory) or ``"off"``; the rule is in
+            :mod:`openenv_gym.wire.compressed`.
 
     Raises:
         EnvConfigError: A timeout, ``busy_poll`` or the size limit is out of range.
         UnknownEncodingError: ``encoding`` is not one of the names above.
+        UnknownCompressionError: ``compression`` is not one of the names above.
     """
 
     encoding: str = DEFAULT_ENCODING
@@ -63,9 +69,11 @@ class ConnectOptions:
     max_message_size: int = CLIENT_INBOUND_LIMIT
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     token: str | None = None
+    compression: str = DEFAULT_COMPRESSION
 
     def __post_init__(self) -> None:
         resolve_encoding(self.encoding)
+        check_compression(self.compression)
         object.__setattr__(self, "busy_poll", check_busy_poll(self.busy_poll))
         for name in ("connect_timeout", "reply_timeout"):
             value = getattr(self, name)

@@ -26,6 +26,7 @@ from openenv_gym.errors import (
     ProtocolError,
     SessionClosedError,
 )
+from openenv_gym.wire.compressed import compression_offer
 from openenv_gym.wire.encoding import Encoding
 from openenv_gym.wire.messages import (
     ObservationReply,
@@ -84,9 +85,9 @@ class SyncSession:
         choice = options.encoding_choice
         url = ws_url_or_raise(base_url)
         if is_loopback_url(url) or not _needs_asyncio_proxy(url):
-            connection = BlockingConnection.open(
-                url, options, subprotocols=choice.subprotocols(extra=subprotocols)
-            )
+            compressed = compression_offer(options.compression, is_loopback_url(url))
+            offered = choice.subprotocols(compressed=compressed is not None, extra=subprotocols)
+            connection = BlockingConnection.open(url, options, subprotocols=offered)
             try:
                 choice.check_agreed(connection.encoding, url)
             except BaseException:

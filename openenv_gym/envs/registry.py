@@ -149,7 +149,14 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             client="openenv_gym.envs.gymnasium.client:make_gymnasium_env",
             gym_ids=(
                 *(
-                    GymId(f"{NAMESPACE}/{gym_id}", {"env_id": gym_id}, limits_of=gym_id)
+                    GymId(
+                        f"{NAMESPACE}/{gym_id}",
+                        # gym.make (and make_vec) apply the id's time limit on this side, as
+                        # for the raw id; the embedded server runs without one, so a larger
+                        # max_episode_steps holds.
+                        {"env_id": gym_id, "server_time_limit": False},
+                        limits_of=gym_id,
+                    )
                     for gym_id in SERVED_GYMNASIUM_IDS
                 ),
                 GymId(f"{NAMESPACE}/Gymnasium-v0"),

@@ -1,7 +1,7 @@
 """Where the embedded servers of a vector env run: here (the default) or on a server fleet.
 
-Not to be confused with :class:`openenv_gym.vector.connections.Connections`, which holds a vector env's
-connections: a :class:`ServerFleet` places the servers those connections go to.
+Not to be confused with :class:`openenv_gym.vector.connections.Connections`, which holds a
+vector env's connections: a :class:`ServerFleet` places the servers those connections go to.
 
 Every embedded server is built by one call, :func:`openenv_gym.providers.server_provider`,
 from the ``openenv-gym serve`` arguments of its env id. By default that call makes a child

@@ -8,6 +8,12 @@ of the :class:`~openenv_gym.server.session.SessionManager`: it takes one slot of
 ``--max-sessions``, has its own environment, and every op is answered exactly like the
 same message on a plain connection (:meth:`SessionManager.answer`). Autoreset in
 Gymnasium's SAME_STEP mode happens here, in the same round trip.
+
+A client may ask for compressed result frames in ``batch_open``; they are agreed unless the
+connection agreed to shared memory, and then each result frame is packed while it pays
+(:mod:`openenv_gym.wire.compressed`). A packed client frame is read under the same message
+limit as a raw one; a corrupt one, or one that would unpack past the limit, gets an
+``INVALID_JSON`` error reply and the connection lives on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import logging
 import time
 from typing import Any, Final
 
+from openenv_gym.errors import CompressedFrameError
 from openenv_gym.server.connection import ServerConnection
 from openenv_gym.server.session import EnvSession, SessionManager
 from openenv_gym.wire.batch import (
@@ -28,6 +35,13 @@ from openenv_gym.wire.batch import (
     parse_batch_message,
     parse_batch_open,
     parse_batch_step,
+)
+from openenv_gym.wire.compressed import (
+    ZSTD,
+    FrameCompressor,
+    compression_accepted,
+    is_compressed_frame,
+    unpack_frame,
 )
 from openenv_gym.wire.messages import (
     ClientMessageError,
@@ -46,8 +60,15 @@ _OBSERVATION: Final = MessageType.OBSERVATION.value
 _CLOSE: Final = MessageType.CLOSE.value
 
 
-def _parse(manager: SessionManager, raw: bytes) -> tuple[str, dict[str, Any]]:
+def _parse(
+    manager: SessionManager, raw: bytes, compressed: bool = False
+) -> tuple[str, dict[str, Any]]:
     manager.check_size(raw)
+    if compressed and is_compressed_frame(raw):
+        try:
+            raw = unpack_frame(raw, limit=manager.max_message_size)
+        except CompressedFrameError as exc:
+            raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid message: {exc}") from exc
     message = parse_batch_message(raw)
     return message.type, message.data
 
@@ -61,6 +82,8 @@ class BatchHandler:
         self.sessions: list[EnvSession] | None = None
         self.truncated_key: str | None = None
         self.shared: SharedArrayWriter | None = None
+        #: Packs result frames, when the client asked and no shared memory was agreed.
+        self.compressor: FrameCompressor | None = None
         self._taken = 0
 
     def on_message(self, message: bytes) -> None:
@@ -74,7 +97,7 @@ class BatchHandler:
             session.last_activity = now
         manager = self.manager
         try:
-            kind, data = _parse(manager, message)
+            kind, data = _parse(manager, message, self.compressor is not None)
             if kind == _CLOSE:
                 self.connection.close()
                 return
@@ -83,6 +106,8 @@ class BatchHandler:
                 frame, text = _step(
                     manager, sessions, ops, same_step_reset, self.truncated_key, self.shared
                 )
+                if not text and self.compressor is not None:
+                    frame = self.compressor.pack(frame)
             elif kind == BATCH_STATE:
                 states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]
                 frame, text = _states(states), True
@@ -136,7 +161,13 @@ class BatchHandler:
                 self.shared = SharedArrayWriter()
             except OSError:
                 self.shared = None
-        opened = {"sessions": len(sessions), "shared_memory": self.shared is not None}
+        if compression_accepted(data.get("compression"), shared_memory=self.shared is not None):
+            self.compressor = FrameCompressor()
+        opened = {
+            "sessions": len(sessions),
+            "shared_memory": self.shared is not None,
+            "compression": ZSTD if self.compressor is not None else None,
+        }
         connection.send(encode_json({"type": BATCH_OPENED, "data": opened}), text=True)
 
     def _release(self) -> None:

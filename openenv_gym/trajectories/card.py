@@ -41,7 +41,7 @@ _COLUMNS = """\
 | `env_index` | the sub-env of a vector env that played it (0 for a single env) |
 | `step` | index of the transition within its episode |
 | `observation[.key]` | `s`, the observation the action was taken in |
-| `action[.key]` | `a` |
+| `action[.key]` | `a`, the action the env executed (after any exploration noise) |
 | `reward` | `r` as the recorder saw it (after shaping, if any) |
 | `raw_reward` | the environment's own reward |
 | `terminated` | `s'` is terminal: do not bootstrap |
@@ -89,6 +89,13 @@ def dataset_card(summary: Mapping[str, Any], directory: str = "DIR") -> str:
         if key in summary:
             lines.append(f"- {key}: `{json.dumps(summary[key])}`")
     lines += ["", "## Columns", "", _COLUMNS]
+    if any(name.startswith("policy_action") for name in summary.get("fields") or {}):
+        lines += [
+            "`policy_action[.key]` holds the policy's action before the exploration noise; "
+            "`action` is the one the env executed, so replaying `action` reproduces the "
+            "episodes.",
+            "",
+        ]
     fields = summary.get("fields") or {}
     if fields:
         lines += ["| array column | shape | dtype |", "|---|---|---|"]
@@ -100,7 +107,8 @@ def dataset_card(summary: Mapping[str, Any], directory: str = "DIR") -> str:
             "## Reproducing",
             "",
             "The experiment config is in `experiment.yaml`: "
-            "`openenv-gym record --config experiment.yaml --out NEW_DIR`.",
+            f"`openenv-gym record --config experiment.yaml --episodes "
+            f"{meta.get('episodes', 'N')} --out NEW_DIR`.",
             "",
         ]
     return "\n".join(lines)

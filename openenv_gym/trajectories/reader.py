@@ -59,6 +59,10 @@ __all__ = [
 ]
 
 
+#: What the readers tell a user who lacks pyarrow (the ``[datasets]`` extra).
+READING = "reading a recording (Parquet)"
+
+
 def trajectory_files(directory: str | Path, *, missing_ok: bool = False) -> list[Path]:
     """The finished chunks of a recording, in order; stale temporary files are removed.
 
@@ -80,7 +84,8 @@ def _first_chunk(directory: str | Path) -> Path:
 
 
 def _chunk_metadata(path: Path) -> dict[str, Any]:
-    import pyarrow.parquet as pq
+    with optional_imports(READING):
+        import pyarrow.parquet as pq
 
     try:
         schema = pq.read_schema(path)
@@ -126,8 +131,10 @@ def trajectory_arrays(
 
     Raises:
         TrajectoryFormatError: No finished chunk, or a file not written by openenv-gym.
+        MissingExtraError: pyarrow is not installed (``pip install 'openenv-gym[datasets]'``).
     """
-    import pyarrow.parquet as pq
+    with optional_imports(READING):
+        import pyarrow.parquet as pq
 
     files = trajectory_files(directory)
     if not files:

@@ -9,7 +9,9 @@ episode_id        int64, unique within the recording
 env_index         int64, the sub-env (0 for a single env)
 step              int64, index of the step within its episode (0 = first action)
 observation[.k]   ``s``, the observation the action was taken in (one column per Dict entry)
-action[.k]        ``a``, the action
+action[.k]        ``a``, the action the env executed (after any exploration noise)
+policy_action[.k] the policy's action before the noise (only when recorded outside an
+                  action-noise wrapper: ``policy_action=True``)
 reward            float64, the reward the recorder received (shaped, if shaping is below)
 raw_reward        float64, ``info["raw_reward"]`` when a wrapper below set it, else reward
 terminated        bool, ``s'`` is terminal (do not bootstrap)
@@ -132,6 +134,7 @@ class TrajectoryWriter:
         metadata: Mapping[str, Any] | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+        policy_action: bool = False,
     ) -> None:
         with optional_imports("recording trajectories (Parquet)"):
             import pyarrow  # noqa: F401
@@ -146,6 +149,9 @@ class TrajectoryWriter:
         self.action_space = action_space
         self.observation_fields = space_fields("observation", observation_space)
         self.action_fields = space_fields("action", action_space)
+        self.policy_action_fields = (
+            space_fields("policy_action", action_space) if policy_action else []
+        )
         self.next_observation_fields = space_fields("next_observation", observation_space)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -182,7 +188,12 @@ class TrajectoryWriter:
     @property
     def fields(self) -> list[ArrayField]:
         """Every array column: observations, actions, next observations."""
-        return [*self.observation_fields, *self.action_fields, *self.next_observation_fields]
+        return [
+            *self.observation_fields,
+            *self.action_fields,
+            *self.policy_action_fields,
+            *self.next_observation_fields,
+        ]
 
     def _clear(self) -> None:
         self._arrays: dict[str, list[np.ndarray]] = {f.name: [] for f in self.fields}
@@ -213,13 +224,21 @@ class TrajectoryWriter:
         truncated: bool,
         next_observation: Any,
         info: Mapping[str, Any],
+        policy_action: Any = None,
     ) -> None:
-        """Buffer one transition; writes a chunk when the buffer is full."""
+        """Buffer one transition; writes a chunk when the buffer is full. ``action`` is the
+        executed action; ``policy_action`` the policy's (with ``policy_action=True``)."""
         if self._closed:
             raise TrajectoryFormatError("this trajectory writer is closed")
+        if self.policy_action_fields and policy_action is None:
+            raise TrajectoryFormatError(
+                "this writer records a policy_action column, got policy_action=None; pass the "
+                "policy's action (or make the writer with policy_action=False)"
+            )
         parts = {
             **split_value("observation", observation, self.observation_fields),
             **split_value("action", action, self.action_fields),
+            **split_value("policy_action", policy_action, self.policy_action_fields),
             **split_value("next_observation", next_observation, self.next_observation_fields),
         }
         for name, array in parts.items():
@@ -255,7 +274,7 @@ class TrajectoryWriter:
         features: dict[str, Any] = {}
         for name in ("episode_id", "env_index", "step"):
             features[name] = {"dtype": _SCALARS[name], "_type": "Value"}
-        for field in (*self.observation_fields, *self.action_fields):
+        for field in (*self.observation_fields, *self.action_fields, *self.policy_action_fields):
             features[field.name] = field.feature()
         for name in ("reward", "raw_reward", "terminated", "truncated"):
             features[name] = {"dtype": _SCALARS[name], "_type": "Value"}

@@ -183,7 +183,9 @@ class BatchChannel(Channel):
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         with naming_sub_envs(self.indices, url):
-            return parse_batch_result(raw, url=url, shared=self._shared)
+            return parse_batch_result(
+                raw, url=url, shared=self._shared, limit=self.session.max_message_size
+            )
 
     def state_frame(self) -> str:
         return BATCH_STATE_FRAME

@@ -7,7 +7,9 @@ of its own (:func:`worker_connections`), the sub-envs spread evenly over them, e
 connection's sessions opened with one ``batch_open``. A server that does not agree to the
 subprotocol (an official ``openenv`` server) gets one plain session per sub-env instead,
 each probed with a ``state`` request: a session the server refused answers
-``CAPACITY_REACHED``.
+``CAPACITY_REACHED``. Each ``batch_open`` offers shared memory (a probe file) and, by the
+rule of :func:`~openenv_gym.wire.compressed.compression_offer` for that connection's peer,
+compressed result frames.
 
 Connections open in a small thread pool (each is a TCP connect and a handshake: a remote
 server's round trips overlap); everything else is blocking calls in the caller's thread.
@@ -39,6 +41,7 @@ from openenv_gym.vector.channels import (
     PlainChannel,
 )
 from openenv_gym.wire.batch import batch_open_message, check_batch_opened
+from openenv_gym.wire.compressed import ZSTD, compression_offer
 from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import encode_message
 from openenv_gym.wire.shared_memory import ProbeFile
@@ -210,11 +213,20 @@ class Opener:
             size = share + (1 if k < extra else 0)
             chunks.append(indices[start : start + size])
             start += size
-        probe = ProbeFile.create()  # shared memory, if the server shares our /dev/shm
+        compression = self.options.compression
+        # Shared memory, if the server shares our /dev/shm (not when compression is forced).
+        probe = ProbeFile.create() if compression != ZSTD else None
         offer = probe.offer() if probe is not None else None
         frames = [
-            encode_message(batch_open_message(len(chunk), self.truncated_key, offer))
-            for chunk in chunks
+            encode_message(
+                batch_open_message(
+                    len(chunk),
+                    self.truncated_key,
+                    offer,
+                    compression_offer(compression, connection.peer_on_loopback),
+                )
+            )
+            for chunk, connection in zip(chunks, connections, strict=True)
         ]
         try:
             replies = exchange_many(connections, frames, self.reply_timeout)

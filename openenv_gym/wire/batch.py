@@ -9,12 +9,15 @@ one plain session per connection); official clients never offer it.
 Client -> server (JSON text frames):
 
 * ``{"type":"batch_open","data":{"sessions":K,"truncated_key":"truncated"|null,
-  "shared_memory":{"probe":name,"token":hex}}}`` (first frame; ``shared_memory`` optional):
-  the server takes K session slots (K count against ``--max-sessions``), builds K
-  environments and answers ``{"type":"batch_opened","data":{"sessions":K,
-  "shared_memory":true|false}}``, or an ``error`` (``CAPACITY_REACHED``,
-  ``FACTORY_ERROR``) and closes. With ``shared_memory`` agreed, big stacked observation
-  arrays travel in memory-mapped files (:mod:`openenv_gym.wire.shared_memory`).
+  "shared_memory":{"probe":name,"token":hex},"compression":"zstd"}}`` (first frame;
+  ``shared_memory`` and ``compression`` optional): the server takes K session slots (K
+  count against ``--max-sessions``), builds K environments and answers
+  ``{"type":"batch_opened","data":{"sessions":K,"shared_memory":true|false,
+  "compression":"zstd"|null}}``, or an ``error`` (``CAPACITY_REACHED``, ``FACTORY_ERROR``)
+  and closes. With ``shared_memory`` agreed, big stacked observation arrays travel in
+  memory-mapped files (:mod:`openenv_gym.wire.shared_memory`); with ``compression``
+  agreed (never together), result frames may come packed
+  (:mod:`openenv_gym.wire.compressed`).
 * ``{"type":"batch_step","data":{"ops":[op_0, ..., op_K-1],"same_step_reset":R}}``: one op per
   session, in session order: ``{"step": <action fields>}``, ``{"reset": <reset keys>}`` or
   ``null`` (leave that session alone). With ``same_step_reset`` (reset keys, or ``null``), a
@@ -60,6 +63,7 @@ import pydantic_core
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import encode_frame, load_frame
 from openenv_gym.wire.messages import (
+    CLIENT_INBOUND_LIMIT,
     ClientMessage,
     ClientMessageError,
     ErrorCode,
@@ -109,13 +113,19 @@ __all__ = [
 
 
 def batch_open_message(
-    sessions: int, truncated_key: str | None, shared_memory: Mapping[str, str] | None = None
+    sessions: int,
+    truncated_key: str | None,
+    shared_memory: Mapping[str, str] | None = None,
+    compression: str | None = None,
 ) -> dict[str, Any]:
     """The first frame of a batch connection: open ``sessions`` sessions (offering shared
-    memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`)."""
+    memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`, and compressed
+    frames with :func:`~openenv_gym.wire.compressed.compression_offer`'s value)."""
     data: dict[str, Any] = {"sessions": sessions, "truncated_key": truncated_key}
     if shared_memory is not None:
         data["shared_memory"] = dict(shared_memory)
+    if compression is not None:
+        data["compression"] = compression
     return {"type": BATCH_OPEN, "data": data}
 
 
@@ -190,16 +200,22 @@ def _bad(why: str, raw: Any) -> ProtocolError:
 
 
 def parse_batch_result(
-    raw: str | bytes, *, url: str | None = None, shared: SharedArrayReader | None = None
+    raw: str | bytes,
+    *,
+    url: str | None = None,
+    shared: SharedArrayReader | None = None,
+    limit: int = CLIENT_INBOUND_LIMIT,
 ) -> BatchResult:
-    """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``).
+    """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``;
+    a compressed frame unpacked to at most ``limit`` bytes, the connection's message limit).
 
     Raises:
+        CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
         ServerReplyError: The server answered with an ``error`` (``data["index"]`` names the
             session whose op failed).
         ProtocolError: The frame is not a valid ``batch_result``.
     """
-    message = load_frame(raw, shared)
+    message = load_frame(raw, shared, limit=limit)
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:

@@ -55,7 +55,9 @@ from openenv_gym.errors import ProtocolError
 if TYPE_CHECKING:
     from openenv_gym.wire.shared_memory import SharedArrayReader
 
+from openenv_gym.wire.compressed import is_compressed_frame, unpack_frame
 from openenv_gym.wire.messages import (
+    CLIENT_INBOUND_LIMIT,
     ObservationReply,
     StateReply,
     encode_json,
@@ -242,14 +244,25 @@ def _put_shared(
         raise _bad(frame, f"a shared array descriptor is not valid ({exc})") from exc
 
 
-def load_frame(raw: str | bytes, shared: SharedArrayReader | None = None) -> Any:
+def load_frame(
+    raw: str | bytes,
+    shared: SharedArrayReader | None = None,
+    *,
+    limit: int = CLIENT_INBOUND_LIMIT,
+) -> Any:
     """The message of one server frame: a binary frame's (arrays put back, those in shared
-    memory read through ``shared``), else the JSON text's. The one place that tells the two
-    frame kinds apart.
+    memory read through ``shared``; a compressed frame of :mod:`openenv_gym.wire.compressed`
+    unpacked first, to at most ``limit`` bytes), else the JSON text's. The one place that
+    tells the frame kinds apart.
 
     Raises:
+        CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
         ProtocolError: The frame is neither a valid binary frame nor JSON.
     """
+    if isinstance(raw, bytes) and is_compressed_frame(raw):
+        raw = unpack_frame(raw, limit=limit)
+        if not is_binary_frame(raw):
+            raise _bad(raw, f"a compressed frame holds no {BINARY_SUBPROTOCOL} frame")
     if isinstance(raw, bytes) and is_binary_frame(raw):
         return decode_frame(raw, shared)
     return load_server_json(raw)

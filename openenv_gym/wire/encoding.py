@@ -14,10 +14,15 @@ encoding           subprotocol                 builds on / implies
 ``json``           none (official OpenEnv)     (the baseline every peer speaks)
 ``binary``         ``openenv-gym.binary.v1``   observation arrays as raw bytes
                                                (:mod:`.binary`)
+``binary_zstd``    ``openenv-gym.binary-zstd   ``binary``; one session's frames packed
+                   .v1``                       with zstd where it pays (:mod:`.compressed`)
 ``batch``          ``openenv-gym.batch.v1``    ``binary``; K sessions per connection
                                                (:mod:`.batch`)
 ``shared_memory``  none: agreed in             ``batch``; same host only
                    ``batch_open`` by a probe   (:mod:`.shared_memory`)
+``zstd``           none: agreed in             ``batch``; result frames packed with zstd
+                   ``batch_open``              across a real link, never with shared
+                                               memory (:mod:`.compressed`)
 =================  ==========================  ==========================================
 
 What an encoding implies is written once, as :attr:`Encoding.builds_on`: ``batch`` builds
@@ -62,6 +67,7 @@ from typing import Any, Final
 from openenv_gym.errors import BinaryEncodingRefusedError, UnknownEncodingError
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame, parse_frame
+from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, pack_frame
 from openenv_gym.wire.messages import (
     MessageType,
     ObservationReply,
@@ -94,6 +100,8 @@ class Encoding:
             (inherited from ``builds_on``; ``None``: always JSON).
         multiplexed: Whether a connection carries K sessions (inherited).
         same_host: Whether it works only when client and server share a machine (inherited).
+        compressed: Whether its frames may come packed (:mod:`.compressed`): offered only
+            where compression pays (``compression=``).
     """
 
     name: str
@@ -104,6 +112,7 @@ class Encoding:
     write_observation: ObservationWriter | None = None
     multiplexed: bool = False
     same_host: bool = False
+    compressed: bool = False
 
     def __post_init__(self) -> None:
         base = self.builds_on
@@ -188,6 +197,21 @@ BINARY: Final = Encoding(
     read_reply=parse_frame,
     write_observation=encode_observation_frame,
 )
+
+
+def _write_packed_observation(message: dict[str, Any]) -> bytes | None:
+    frame = encode_observation_frame(message)
+    return None if frame is None else pack_frame(frame)
+
+
+BINARY_ZSTD: Final = Encoding(
+    "binary_zstd",
+    BINARY_ZSTD_SUBPROTOCOL,
+    "one session's binary observation frames packed with zstd where it pays",
+    builds_on=BINARY,
+    write_observation=_write_packed_observation,
+    compressed=True,
+)
 BATCH: Final = Encoding(
     "batch",
     BATCH_SUBPROTOCOL,
@@ -204,12 +228,23 @@ SHARED_MEMORY: Final = Encoding(
     same_host=True,
 )
 
+COMPRESSED: Final = Encoding(
+    "zstd",
+    None,
+    "batch result frames packed with zstd level 1 where it pays (a peer not on loopback, "
+    "no shared memory; agreed in batch_open, compression= switches it)",
+    builds_on=BATCH,
+)
+
 #: Every encoding, by name.
 REGISTRY: Final[Mapping[str, Encoding]] = MappingProxyType(
-    {encoding.name: encoding for encoding in (JSON, BINARY, BATCH, SHARED_MEMORY)}
+    {
+        encoding.name: encoding
+        for encoding in (JSON, BINARY, BINARY_ZSTD, BATCH, SHARED_MEMORY, COMPRESSED)
+    }
 )
 #: The encodings agreed by a subprotocol, the server's preference first.
-NEGOTIATED: Final = tuple(e for e in (BATCH, BINARY) if e.subprotocol is not None)
+NEGOTIATED: Final = tuple(e for e in (BATCH, BINARY_ZSTD, BINARY) if e.subprotocol is not None)
 _BY_SUBPROTOCOL: Final[Mapping[str, Encoding]] = MappingProxyType(
     {e.subprotocol: e for e in NEGOTIATED if e.subprotocol is not None}
 )
@@ -254,15 +289,21 @@ class EncodingChoice:
         """Whether connections may carry K sessions under this choice."""
         return any(encoding.multiplexed for encoding in self.offers)
 
-    def subprotocols(self, *, batch: bool = False, extra: Sequence[str] = ()) -> list[str]:
+    def subprotocols(
+        self, *, batch: bool = False, compressed: bool = False, extra: Sequence[str] = ()
+    ) -> list[str]:
         """The WebSocket subprotocols a client offers, best first, then ``extra``.
 
         ``batch``: the connection may carry several sessions (offer multiplexed encodings).
+        ``compressed``: offer the encodings whose frames come packed (where it pays, by
+        :func:`~openenv_gym.wire.compressed.compression_offer`).
         """
         offered = [
             encoding.subprotocol
             for encoding in self.offers
-            if encoding.subprotocol is not None and (batch or not encoding.multiplexed)
+            if encoding.subprotocol is not None
+            and (batch or not encoding.multiplexed)
+            and (compressed or not encoding.compressed)
         ]
         return [*offered, *(p for p in extra if p not in offered)]
 
@@ -323,6 +364,8 @@ def check_encoding(encoding: str) -> str:
 __all__ = [
     "BATCH",
     "BINARY",
+    "BINARY_ZSTD",
+    "COMPRESSED",
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "JSON",

@@ -11,12 +11,13 @@ Three processes, as in SB3 / DDPG / DQN practice:
 
 :class:`ActionNoise` (single env) and :class:`VectorActionNoise` (one process per sub-env)
 apply them. Noisy ``Box`` actions are clipped to the space's bounds (``clip=True``). The
-action the policy chose goes to ``info["noise_free_action"]``; the env receives the noisy one.
+action the policy chose goes to ``info["noise_free_action"]``; the env receives the noisy one,
+which also goes to ``info["executed_action"]``.
 The random stream is seeded by ``reset(seed=...)`` (a stream independent of the env's own),
 so a seeded run is reproducible; without a seed it comes from the OS.
 
-Put :class:`~openenv_gym.wrappers.RecordTrajectories` *inside* the noise wrapper to record
-the actions that were executed, outside it to record the policy's.
+:class:`~openenv_gym.wrappers.RecordTrajectories` records the executed action as ``action``
+wherever it sits; outside the noise wrapper it also records the policy's as ``policy_action``.
 
 Example:
     >>> import gymnasium as gym
@@ -25,6 +26,8 @@ Example:
     >>> _, _, _, _, info = env.step(np.array([0.5], dtype=np.float32))
     >>> info["noise_free_action"]
     array([0.5], dtype=float32)
+    >>> bool(np.all(np.abs(info["executed_action"] - 0.5) < 1))
+    True
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from openenv_gym.errors import WrapperConfigError
 from openenv_gym.wrappers.episodes import EpisodeTracker, index_observation
 
 __all__ = [
+    "EXECUTED_ACTION_KEY",
     "NOISE_FREE_ACTION_KEY",
     "ActionNoise",
     "EpsilonRandom",
@@ -55,6 +59,8 @@ __all__ = [
 ]
 
 NOISE_FREE_ACTION_KEY: Final = "noise_free_action"
+#: The info key of the action the env received (after the noise).
+EXECUTED_ACTION_KEY: Final = "executed_action"
 #: Mixed into the reset seed so the noise stream differs from the env's own.
 _NOISE_STREAM: Final = 0x6E6F697365
 
@@ -222,8 +228,10 @@ class ActionNoise(gym.ActionWrapper[Any, Any, Any]):
         return self.noise.apply(action, self.action_space, self._rng)
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = self.env.step(self.action(action))
-        return observation, reward, terminated, truncated, {**info, NOISE_FREE_ACTION_KEY: action}
+        executed = self.action(action)
+        observation, reward, terminated, truncated, info = self.env.step(executed)
+        info = {**info, NOISE_FREE_ACTION_KEY: action, EXECUTED_ACTION_KEY: executed}
+        return observation, reward, terminated, truncated, info
 
 
 class VectorActionNoise(VectorWrapper):
@@ -231,7 +239,8 @@ class VectorActionNoise(VectorWrapper):
 
     ``reset(seed=s)`` seeds sub-env ``i``'s stream from ``(s, i)`` (or from ``s[i]`` for a
     list); each process is reset when its sub-env starts an episode, in every autoreset mode.
-    ``info["noise_free_action"]`` holds the batch of actions the policy chose.
+    ``info["noise_free_action"]`` holds the batch of actions the policy chose,
+    ``info["executed_action"]`` the batch the env received.
     """
 
     def __init__(self, env: VectorEnv, noise: NoiseProcess) -> None:
@@ -269,5 +278,7 @@ class VectorActionNoise(VectorWrapper):
             **info,
             NOISE_FREE_ACTION_KEY: actions,
             f"_{NOISE_FREE_ACTION_KEY}": np.ones(self.num_envs, dtype=bool),
+            EXECUTED_ACTION_KEY: batch,
+            f"_{EXECUTED_ACTION_KEY}": np.ones(self.num_envs, dtype=bool),
         }
         return observations, rewards, terminations, truncations, info

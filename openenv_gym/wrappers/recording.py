@@ -2,8 +2,11 @@
 
 :class:`RecordTrajectories` and :class:`VectorRecordTrajectories` feed a
 :class:`~openenv_gym.trajectories.TrajectoryWriter`: one row per transition
-``(s, a, r, s', terminated, truncated)`` (see :mod:`openenv_gym.trajectories.writer` for the
-columns and :mod:`openenv_gym.trajectories.layout` for the files). Read the result with
+``(s, a, r, s', terminated, truncated)``, where ``a`` is the action the env executed: outside
+an :class:`~openenv_gym.wrappers.ActionNoise` wrapper, the noisy one it reports in
+``info["executed_action"]``, and the policy's goes to the ``policy_action`` column (see
+:mod:`openenv_gym.trajectories.writer` for the columns and
+:mod:`openenv_gym.trajectories.layout` for the files). Read the result with
 ``datasets.load_dataset("parquet", data_dir=out)`` or
 :func:`~openenv_gym.trajectories.trajectory_arrays`, or export it with
 :func:`~openenv_gym.trajectories.to_minari`.
@@ -41,6 +44,7 @@ from openenv_gym.trajectories.writer import (
     TrajectoryWriter,
 )
 from openenv_gym.wrappers.episodes import EpisodeTracker, StepView, index_observation
+from openenv_gym.wrappers.noise import EXECUTED_ACTION_KEY, ActionNoise, VectorActionNoise
 from openenv_gym.wrappers.shaping import RAW_REWARD_KEY
 
 __all__ = ["RecordTrajectories", "VectorRecordTrajectories"]
@@ -55,6 +59,16 @@ def _run_metadata(env: Any, env_id: str | None, extra: Mapping[str, Any] | None)
         "seed": None,
         **dict(extra or {}),
     }
+
+
+def _adds_action_noise(env: Any) -> bool:
+    """Whether an action-noise wrapper sits below the recorder (then the env executes other
+    actions than the policy's, and both are recorded)."""
+    while env is not None:
+        if isinstance(env, ActionNoise | VectorActionNoise):
+            return True
+        env = getattr(env, "env", None)
+    return False
 
 
 class _Recorder:
@@ -74,18 +88,22 @@ class _Recorder:
 
     def _record(self, view: StepView, actions: Any, rewards: Any, raw: Any) -> None:
         for i in map(int, np.flatnonzero(view.live)):
+            info = view.info(i)
+            action = index_observation(actions, i)
+            executed = info.get(EXECUTED_ACTION_KEY)
             self.writer.add(
                 episode_id=self._ids[i],
                 env_index=i,
                 step=int(view.steps[i]),
                 observation=view.observations[i],
-                action=index_observation(actions, i),
+                action=action if executed is None else executed,
+                policy_action=action,
                 reward=float(rewards[i]),
                 raw_reward=float(raw[i] if raw is not None else rewards[i]),
                 terminated=bool(view.terminated[i]),
                 truncated=bool(view.truncated[i]),
                 next_observation=view.next_observation(i),
-                info=view.info(i),
+                info=info,
             )
         for i in map(int, np.flatnonzero(view.started)):
             self._ids[i] = self.writer.new_episode()
@@ -131,6 +149,7 @@ class RecordTrajectories(_Recorder, gym.Wrapper[Any, Any, Any, Any]):
             metadata=_run_metadata(env, env_id, metadata),
             chunk_size=chunk_size,
             max_chunk_bytes=max_chunk_bytes,
+            policy_action=_adds_action_noise(env),
         )
         self._episodes = EpisodeTracker(1, None)
         self._ids = [-1]
@@ -186,6 +205,7 @@ class VectorRecordTrajectories(_Recorder, VectorWrapper):
             metadata=_run_metadata(first if first is not None else env, env_id, metadata),
             chunk_size=chunk_size,
             max_chunk_bytes=max_chunk_bytes,
+            policy_action=_adds_action_noise(env),
         )
         self._episodes = EpisodeTracker.for_vector_env(env.metadata, env.num_envs)
         self._ids = [-1] * env.num_envs

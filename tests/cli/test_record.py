@@ -154,3 +154,28 @@ def test_record_config_conflicts_are_usage_errors(
     config.write_text(json.dumps({"env": {"id": "CartPole-v1"}, "num_envs": -1}))
     assert main(argv) == 1
     assert "num_envs" in capsys.readouterr().err
+
+
+def test_record_summary_counts_what_the_vector_data_holds(
+    cartpole_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, item 7: with num_envs=4 the printed counts are those of the rows written."""
+    config = tmp_path / "experiment.json"
+    env = {"id": "openenv/Remote-v0", "base_url": cartpole_url}
+    config.write_text(json.dumps({"env": env, "num_envs": 4, "seed": 0, "wrappers": []}))
+    out = tmp_path / "run"
+    argv = ["record", "--config", str(config), "--episodes", "5", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    arrays = trajectory_arrays(out)
+    ends = arrays["terminated"] | arrays["truncated"]
+    rows = len(arrays["step"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"recorded {int(ends.sum())} episodes, {rows} steps, 1 chunk(s)")
+    # Rows after the last end of each sub-env belong to its unfinished episode.
+    unfinished_rows = 0
+    for index in range(4):
+        mine = np.flatnonzero(arrays["env_index"] == index)
+        mine_ends = mine[ends[mine]]
+        unfinished_rows += len(mine) if not len(mine_ends) else int((mine > mine_ends[-1]).sum())
+    assert unfinished_rows > 0
+    assert f"({unfinished_rows} of the steps are of " in last

@@ -72,6 +72,7 @@ def test_a_bare_pawn_move_to_the_last_rank_is_a_queen_promotion() -> None:
         env.close()
 
 
+@pytest.mark.slow
 def test_maskable_ppo_on_a_vector_of_chess_envs(one_torch_thread: None) -> None:
     sb3_contrib = pytest.importorskip("sb3_contrib")
     from openenv_gym.integrations.sb3 import make_vec_env

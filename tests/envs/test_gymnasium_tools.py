@@ -18,6 +18,7 @@ from openenv_gym.errors import ServerMismatchError
 pytest.importorskip("pygame")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gym_id", SERVED_GYMNASIUM_IDS)
 def test_check_env_passes_with_its_defaults_and_specs_match(gym_id: str) -> None:
     env = gym.make(f"openenv/{gym_id}")
@@ -102,6 +103,7 @@ ale_py = pytest.importorskip("ale_py")
 gym.register_envs(ale_py)
 
 
+@pytest.mark.slow
 def test_record_video_and_check_env_on_remote_atari(tmp_path: Path) -> None:
     env = gym.make("openenv/Atari-v0", game="pong", render_mode="rgb_array")
     try:
@@ -179,6 +181,7 @@ def test_a_game_mismatch_with_an_official_server_raises_at_reset() -> None:
             env.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("gym_id", "kwargs"),
     [

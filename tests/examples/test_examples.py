@@ -27,6 +27,14 @@ def run_example(name: str, *args: str, timeout: float = 300) -> str:
     return result.stdout
 
 
+def test_rollout_quick() -> None:
+    """The README's first example takes --quick like every other example."""
+    out = run_example("rollout.py")
+    assert "episode 1: return" in out
+    assert "episode 2: return" not in out
+    assert "steps/s over loopback" in out
+
+
 @pytest.mark.slow
 def test_sb3_ppo_cartpole_quick() -> None:
     pytest.importorskip("stable_baselines3")
@@ -57,6 +65,8 @@ def test_sb3_atari_local_quick() -> None:
     pytest.importorskip("ale_py")
     out = run_example("train_sb3_atari.py", "--local")
     assert "steps/s" in out
+    assert "nan" not in out
+    assert "no game finished yet in 128 steps per env" in out
 
 
 @pytest.mark.slow
@@ -70,6 +80,7 @@ def test_sb3_atari_remote_quick() -> None:
     out = run_example("train_sb3_atari.py")
     assert "remote Pong" in out
     assert "steps/s" in out
+    assert "nan" not in out
 
 
 @pytest.mark.slow

@@ -230,6 +230,7 @@ def _is_valid_close(frame: str | bytes, *, strict_keys: bool = True) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_every_frame_gets_an_official_reply_and_the_session_lives_on(peer: Peer) -> None:
     @settings(
         max_examples=EXAMPLES[peer.name],

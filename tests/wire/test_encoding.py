@@ -17,9 +17,12 @@ from openenv_gym.errors import (
 )
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MIN_BINARY_BYTES, is_binary_frame
+from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL
 from openenv_gym.wire.encoding import (
     BATCH,
     BINARY,
+    BINARY_ZSTD,
+    COMPRESSED,
     DEFAULT_ENCODING,
     ENCODINGS,
     JSON,
@@ -50,10 +53,16 @@ def test_the_registry_holds_every_encoding_once_by_name() -> None:
     assert dict(REGISTRY) == {
         "json": JSON,
         "binary": BINARY,
+        "binary_zstd": BINARY_ZSTD,
         "batch": BATCH,
         "shared_memory": SHARED_MEMORY,
+        "zstd": COMPRESSED,
     }
-    assert [e.subprotocol for e in NEGOTIATED] == [BATCH_SUBPROTOCOL, BINARY_SUBPROTOCOL]
+    assert [e.subprotocol for e in NEGOTIATED] == [
+        BATCH_SUBPROTOCOL,
+        BINARY_ZSTD_SUBPROTOCOL,
+        BINARY_SUBPROTOCOL,
+    ]
 
 
 def test_what_each_encoding_implies() -> None:
@@ -73,6 +82,11 @@ def test_what_each_encoding_implies() -> None:
     assert SHARED_MEMORY.same_host
     assert not JSON.binary_frames
     assert not JSON.batch
+    # Compressed frames build on batch connections, and work across hosts.
+    assert COMPRESSED.implies(BATCH)
+    assert COMPRESSED.multiplexed
+    assert not COMPRESSED.same_host
+    assert not COMPRESSED.implies(SHARED_MEMORY)
     assert BINARY.binary_frames
     assert not BINARY.batch
 

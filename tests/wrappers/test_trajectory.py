@@ -200,6 +200,7 @@ def test_vector_env_records_every_transition_once(
     assert trajectory_metadata(tmp_path)["metadata"]["seed"] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_chunks_split_by_bytes_and_memory_stays_bounded(cartpole_url: str, tmp_path: Path) -> None:
     row_bytes = 2 * 4 * 4 + 8 + 7 * 8  # observation, next observation, action, scalars
 

@@ -43,6 +43,7 @@ from openenv_gym.envs.gymnasium.models import (
     gymnasium_models,
 )
 from openenv_gym.errors import ActionOutOfSpaceError
+from openenv_gym.extras import missing_extra
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
 from openenv_gym.spaces.frames import RENDER_RESET_KEY, encode_frame
@@ -251,7 +252,14 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
             # Headless: pygame-drawn envs need no display and no sound card.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
             os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-            image: Any = self._env.render()
+            try:
+                image: Any = self._env.render()
+            except gym.error.DependencyNotInstalled as exc:
+                if "pygame" not in str(exc):
+                    raise
+                # The install that fixes it, on the server's side (the embedded server runs
+                # in the client's environment).
+                raise missing_extra("pygame", f"rendering {self.env_id}") from exc
             if image is not None:
                 state.frame = encode_frame(np.asarray(image, dtype=np.uint8))  # type: ignore[attr-defined]
         return state

@@ -1,0 +1,237 @@
+"""Compressed frames: a binary or batch frame packed with zstd level 1, agreed per connection.
+
+Across a real link (a container boundary, a LAN, the internet) the bandwidth, not the round
+trip, holds an Atari vector env back: a Pong screen is 100,800 raw bytes, and zstd level 1
+makes it about 600x smaller in about 40 µs (``docs/benchmarks.md``, "Observation codecs").
+Between our client and our server a batch connection may therefore agree to compress its
+observation frames. Official peers never see it: it is agreed inside the ``batch_open``
+exchange of ``openenv-gym.batch.v1``, which only our client and our server speak.
+
+==========  ===============================================================================
+bytes       content
+==========  ===============================================================================
+0..3        magic ``b"OGZ1"``
+4..         one zstd frame that declares its content size; its content is one
+            :mod:`openenv_gym.wire.binary` frame (``OGB1``: header, then the arrays)
+==========  ===============================================================================
+
+The agreement: the client adds ``"compression": "zstd"`` to ``batch_open``; a server that
+can compress and did not agree to shared memory answers ``"compression": "zstd"`` in
+``batch_opened`` (else ``null``), and from then on may send its ``batch_result`` frames
+packed (each frame says by its magic whether it is). The client never packs what it sends
+(actions are small), but a server that agreed reads packed client frames too, under the
+same bound. Without the agreement nothing changes.
+
+The rule a connection uses (:func:`compression_offer`, :func:`compression_accepted`,
+:class:`FrameCompressor`), from the codec measurement:
+
+* ``compression="auto"`` (the default): offered when the connection goes over a socket to
+  a peer that is **not on a loopback address** (a container, a LAN or WAN host); never on a
+  Unix socket or to ``127.0.0.0/8`` / ``::1`` (the copy it saves runs at memory speed there,
+  and the CPU it spends is what the env steps need). ``"zstd"`` forces it on every batch
+  connection (and offers no shared memory), ``"off"`` never offers it.
+* **Never with shared memory**: a server that agreed to shared memory on a connection does
+  not compress it (no observation byte crosses the wire).
+* Only frames of at least :data:`MIN_COMPRESSED_BYTES` (4 KiB, what screens are and small
+  float vectors are not) are packed, and only while packing pays: a frame that shrinks less
+  than :data:`MIN_RATIO` (2x) goes out as it was, and the connection stops trying for the
+  next :data:`RECHECK_FRAMES` frames (float vectors drop out at once, screens stay in).
+* **Bounded before decompressing**: a packed frame must declare its content size, and that
+  size must be within the receiver's message limit (the limit raw frames have); the
+  one-shot decompressor then allocates exactly that and fails on a frame that holds more.
+  ``ZstdDecompressor().decompress(blob, max_output_size=n)`` alone does *not* bound a frame
+  that declares its size: a 3 KB frame would expand to 100 MB.
+
+A single env's connection (one session) agrees to it by its WebSocket subprotocol
+instead: the client offers :data:`BINARY_ZSTD_SUBPROTOCOL` before ``openenv-gym.binary.v1``
+by the same rule (its URL's host decides "loopback"), and our server then packs each binary
+observation frame that pays (:func:`pack_frame`). An official server agrees to neither. A
+single session unpacks under the default client limit
+(:data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`), not its own ``max_message_size``.
+
+Example:
+    >>> import numpy as np
+    >>> from openenv_gym.wire.binary import encode_frame, load_frame
+    >>> screen = np.zeros((210, 160, 3), np.uint8)
+    >>> frame = encode_frame({"type": "observation"}, [(["screen"], screen)])
+    >>> packed = FrameCompressor().pack(frame)
+    >>> packed[:4], len(frame) // len(packed) > 100
+    (b'OGZ1', True)
+    >>> unpack_frame(packed, limit=len(frame)) == frame
+    True
+    >>> load_frame(packed)["screen"].shape
+    (210, 160, 3)
+    >>> compression_offer("auto", peer_on_loopback=True), compression_offer("zstd", True)
+    (None, 'zstd')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import zstandard
+
+from openenv_gym.errors import CompressedFrameError, UnknownCompressionError
+
+#: The first four bytes of a compressed frame.
+COMPRESSED_MAGIC: Final = b"OGZ1"
+#: The subprotocol of a single session whose observation frames may come packed.
+BINARY_ZSTD_SUBPROTOCOL: Final = "openenv-gym.binary-zstd.v1"
+#: The one codec, its name in ``batch_open`` / ``batch_opened``.
+ZSTD: Final = "zstd"
+#: The values of ``compression=``.
+COMPRESSION_SETTINGS: Final = ("auto", ZSTD, "off")
+DEFAULT_COMPRESSION: Final = "auto"
+#: zstd's level (1: 600x on Pong in ~40 µs; higher levels gain little on screens).
+LEVEL: Final = 1
+#: Frames smaller than this are sent as they are.
+MIN_COMPRESSED_BYTES: Final = 4096
+#: A frame that shrinks less than this is sent as it was, and the connection pauses trying.
+MIN_RATIO: Final = 2.0
+#: Frames sent as they are after one that did not pay, before trying again.
+RECHECK_FRAMES: Final = 1024
+
+_DECOMPRESSOR: Final = zstandard.ZstdDecompressor()
+_ONE_SHOT: Final = zstandard.ZstdCompressor(level=LEVEL, write_content_size=True)
+
+
+def check_compression(compression: str) -> str:
+    """Return ``compression`` if it is one of :data:`COMPRESSION_SETTINGS`.
+
+    Raises:
+        UnknownCompressionError: It is not.
+    """
+    if not isinstance(compression, str) or compression not in COMPRESSION_SETTINGS:
+        raise UnknownCompressionError(
+            f"expected compression='auto', 'zstd' or 'off', got {compression!r}. 'auto' "
+            "compresses observation frames only to a peer that is not on a loopback address "
+            "and not through shared memory; 'zstd' forces it, 'off' never compresses."
+        )
+    return compression
+
+
+def compression_offer(compression: str, peer_on_loopback: bool) -> str | None:
+    """What a client puts in ``batch_open``'s ``"compression"`` (``None``: nothing).
+
+    ``peer_on_loopback``: the connection goes through a Unix socket or to a loopback
+    address (see the module docstring for the rule).
+    """
+    if compression == ZSTD or (compression == DEFAULT_COMPRESSION and not peer_on_loopback):
+        return ZSTD
+    return None
+
+
+def compression_accepted(offered: Any, *, shared_memory: bool) -> bool:
+    """Whether a server agrees to the ``"compression"`` a client offered in ``batch_open``
+    (only ``"zstd"``, never on a connection that agreed to shared memory)."""
+    return offered == ZSTD and not shared_memory
+
+
+def is_compressed_frame(frame: Any) -> bool:
+    """Whether ``frame`` is a compressed frame (starts with :data:`COMPRESSED_MAGIC`)."""
+    return isinstance(frame, bytes) and frame.startswith(COMPRESSED_MAGIC)
+
+
+def pack_frame(frame: bytes) -> bytes:
+    """``frame`` compressed when it is at least :data:`MIN_COMPRESSED_BYTES` and shrinks
+    :data:`MIN_RATIO` times, else ``frame`` itself (a single session's rule: one try per
+    frame; a batch connection's :class:`FrameCompressor` also pauses)."""
+    if len(frame) < MIN_COMPRESSED_BYTES:
+        return frame
+    packed = _ONE_SHOT.compress(frame)
+    if len(packed) * MIN_RATIO > len(frame):
+        return frame
+    return COMPRESSED_MAGIC + packed
+
+
+class FrameCompressor:
+    """Packs one connection's outgoing binary frames while it pays (module docstring).
+
+    Attributes:
+        packed: Frames sent compressed.
+        skipped: Frames of at least :data:`MIN_COMPRESSED_BYTES` sent as they were.
+    """
+
+    def __init__(self) -> None:
+        self._compressor = zstandard.ZstdCompressor(level=LEVEL, write_content_size=True)
+        self._pause = 0
+        self.packed = 0
+        self.skipped = 0
+
+    def pack(self, frame: bytes) -> bytes:
+        """``frame`` compressed (:data:`COMPRESSED_MAGIC` first), or ``frame`` itself when it
+        is small, when it does not shrink :data:`MIN_RATIO` times, or while paused."""
+        if len(frame) < MIN_COMPRESSED_BYTES:
+            return frame
+        if self._pause:
+            self._pause -= 1
+            self.skipped += 1
+            return frame
+        packed = self._compressor.compress(frame)
+        if len(packed) * MIN_RATIO > len(frame):
+            self._pause = RECHECK_FRAMES
+            self.skipped += 1
+            return frame
+        self.packed += 1
+        return COMPRESSED_MAGIC + packed
+
+
+def _bad(frame: bytes, why: str) -> CompressedFrameError:
+    return CompressedFrameError(
+        f"expected a compressed frame ({COMPRESSED_MAGIC!r} then a zstd frame that declares "
+        f"its content size), but {why} ({len(frame)} bytes)",
+        received=repr(bytes(frame[:64])),
+    )
+
+
+def unpack_frame(frame: bytes, *, limit: int) -> bytes:
+    """The frame a compressed frame holds, never decompressing more than ``limit`` bytes.
+
+    Args:
+        frame: A frame that starts with :data:`COMPRESSED_MAGIC`.
+        limit: The receiver's message limit (the largest frame it accepts raw).
+
+    Raises:
+        CompressedFrameError: The zstd frame does not declare its content size, declares
+            more than ``limit``, or is corrupt (its content differs from what it declares).
+    """
+    if not is_compressed_frame(frame):
+        raise _bad(frame, f"it does not start with {COMPRESSED_MAGIC!r}")
+    blob = bytes(frame[len(COMPRESSED_MAGIC) :])
+    try:
+        size = zstandard.frame_content_size(blob)
+    except zstandard.ZstdError as exc:
+        raise _bad(frame, f"its zstd frame header is not valid ({exc})") from exc
+    if size < 0:
+        raise _bad(frame, "its zstd frame does not declare its content size")
+    if size > limit:
+        raise _bad(
+            frame,
+            f"it declares {size} bytes of content, over the message limit of {limit} bytes "
+            "(max_message_size)",
+        )
+    try:
+        # One-shot: allocates the declared size and fails on a frame that holds more.
+        return _DECOMPRESSOR.decompress(blob, max_output_size=size)
+    except zstandard.ZstdError as exc:
+        raise _bad(frame, f"its zstd payload is corrupt ({exc})") from exc
+
+
+__all__ = [
+    "BINARY_ZSTD_SUBPROTOCOL",
+    "COMPRESSED_MAGIC",
+    "COMPRESSION_SETTINGS",
+    "DEFAULT_COMPRESSION",
+    "LEVEL",
+    "MIN_COMPRESSED_BYTES",
+    "MIN_RATIO",
+    "RECHECK_FRAMES",
+    "ZSTD",
+    "FrameCompressor",
+    "check_compression",
+    "compression_accepted",
+    "compression_offer",
+    "is_compressed_frame",
+    "pack_frame",
+    "unpack_frame",
+]

@@ -1,0 +1,206 @@
+"""Compressed frames from our server, over real WebSocket frames.
+
+A Pong server on 127.0.0.1: compression agreed in ``batch_open`` packs the result frames
+(the same observations as an uncompressed connection), never together with shared memory,
+and every hostile packed frame a client sends (a zip bomb, no declared size, a lying size,
+a corrupt payload) gets an ``INVALID_JSON`` error reply while the connection lives on. A
+single session agrees by its subprotocol and gets packed screens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import zstandard
+from websockets.sync.client import ClientConnection
+
+from openenv_gym.envs.atari import atari_server
+from openenv_gym.server import ServerThread
+from openenv_gym.wire.batch import (
+    BATCH_SUBPROTOCOL,
+    BatchResult,
+    batch_open_message,
+    batch_step_message,
+    parse_batch_result,
+)
+from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MAGIC, parse_frame
+from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, COMPRESSED_MAGIC, ZSTD
+from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT, ObservationReply
+from openenv_gym.wire.shared_memory import ProbeFile
+from tests.server.conftest import Wire
+
+SEEDS = [{"reset": {"seed": 3}}, {"reset": {"seed": 4}}]
+STEPS = [{"step": {"action_id": 2}}, {"step": {"action_id": 3}}]
+
+
+@pytest.fixture(scope="module")
+def pong_url() -> Iterator[str]:
+    with ServerThread(
+        atari_server("pong", repeat_action_probability=0.0, max_sessions=16)
+    ) as server:
+        yield server.url
+
+
+@pytest.fixture
+def closing() -> Iterator[contextlib.ExitStack]:
+    with contextlib.ExitStack() as stack:
+        yield stack
+
+
+def ask_raw(ws: ClientConnection, frame: dict[str, Any] | bytes) -> str | bytes:
+    ws.send(json.dumps(frame) if isinstance(frame, dict) else frame)
+    return ws.recv(timeout=30)
+
+
+def open_batch(
+    url: str,
+    closing: contextlib.ExitStack,
+    compression: str | None,
+    shared_memory: dict[str, str] | None = None,
+) -> tuple[ClientConnection, dict[str, Any]]:
+    ws = closing.enter_context(Wire.open(url, subprotocols=[BATCH_SUBPROTOCOL]))
+    assert ws.subprotocol == BATCH_SUBPROTOCOL
+    raw = ask_raw(ws, batch_open_message(2, None, shared_memory, compression))
+    assert isinstance(raw, str)
+    message = json.loads(raw)
+    assert message["type"] == "batch_opened", message
+    return ws, message["data"]
+
+
+def step(ws: ClientConnection, ops: list[Any]) -> tuple[bytes, BatchResult]:
+    raw = ask_raw(ws, batch_step_message(ops))
+    assert isinstance(raw, bytes), raw
+    return raw, parse_batch_result(raw)
+
+
+def error_of(raw: str | bytes) -> dict[str, Any]:
+    assert isinstance(raw, str), f"expected a text frame, got {raw!r:.100}"
+    message = json.loads(raw)
+    assert message["type"] == "error", message
+    return dict(message["data"])
+
+
+def packed(content: bytes, *, write_content_size: bool = True) -> bytes:
+    compressor = zstandard.ZstdCompressor(level=1, write_content_size=write_content_size)
+    return COMPRESSED_MAGIC + compressor.compress(content)
+
+
+def test_agreed_compression_packs_result_frames_with_the_same_observations(
+    pong_url: str, closing: contextlib.ExitStack
+) -> None:
+    packed_ws, agreed = open_batch(pong_url, closing, ZSTD)
+    plain_ws, plain = open_batch(pong_url, closing, None)
+    assert agreed == {"sessions": 2, "shared_memory": False, "compression": ZSTD}
+    assert plain == {"sessions": 2, "shared_memory": False, "compression": None}
+    for ops in [SEEDS, STEPS, STEPS, STEPS]:
+        small, result = step(packed_ws, ops)
+        large, expected = step(plain_ws, ops)
+        assert small.startswith(COMPRESSED_MAGIC)
+        assert large.startswith(MAGIC)
+        assert len(small) * 20 < len(large)  # two Pong screens: ~200 KB raw
+        assert result.fields["screen"].shape == (2, 210 * 160 * 3)  # flattened, as official
+        np.testing.assert_array_equal(result.fields["screen"], expected.fields["screen"])
+        assert result.reward == expected.reward
+        assert result.done == expected.done
+
+
+def test_shared_memory_wins_over_compression(pong_url: str, closing: contextlib.ExitStack) -> None:
+    probe = ProbeFile.create()
+    if probe is None:
+        pytest.fail("expected /dev/shm on this host (the server shares it)")
+    try:
+        ws, agreed = open_batch(pong_url, closing, ZSTD, dict(probe.offer()))
+    finally:
+        probe.close()
+    assert agreed["shared_memory"] is True
+    assert agreed["compression"] is None
+    raw = ask_raw(ws, batch_step_message(SEEDS))
+    assert isinstance(raw, bytes)
+    assert raw.startswith(MAGIC)
+
+
+def test_an_unknown_codec_is_not_agreed(pong_url: str, closing: contextlib.ExitStack) -> None:
+    ws, agreed = open_batch(pong_url, closing, "lz4")
+    assert agreed["compression"] is None
+    raw, _ = step(ws, SEEDS)
+    assert raw.startswith(MAGIC)
+
+
+def _lying(size: int) -> bytes:
+    frame = bytearray(packed(json.dumps(batch_step_message(STEPS)).encode()))
+    frame[len(COMPRESSED_MAGIC) + 5] = size  # the one-byte content size of a small frame
+    return bytes(frame)
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        (packed(b" " * (SERVER_INBOUND_LIMIT + 1)), "over the message limit"),
+        (packed(b"\0" * 100_000_000), "declares 100000000 bytes"),  # a 3 KB zip bomb
+        (packed(b"{}" * 100, write_content_size=False), "does not declare its content size"),
+        (_lying(10), "payload is corrupt"),
+        (COMPRESSED_MAGIC + b"\x28\xb5\x2f\xfd\x20\x30" + b"\xff" * 30, "corrupt"),
+        (COMPRESSED_MAGIC + b"garbage", "frame header is not valid"),
+    ],
+)
+def test_a_hostile_packed_frame_gets_an_error_reply_and_the_connection_lives(
+    pong_url: str, closing: contextlib.ExitStack, frame: bytes, expected: str
+) -> None:
+    ws, agreed = open_batch(pong_url, closing, ZSTD)
+    assert agreed["compression"] == ZSTD
+    step(ws, SEEDS)
+    error = error_of(ask_raw(ws, frame))
+    assert error["code"] == "INVALID_JSON"
+    assert expected in error["message"]
+    # The sessions live on, and a well-formed packed request is read.
+    _raw, result = step(ws, STEPS)
+    assert result.indices == [0, 1]
+    valid = packed(json.dumps(batch_step_message(STEPS)).encode())
+    answer = ask_raw(ws, valid)
+    assert isinstance(answer, bytes)
+    assert parse_batch_result(answer).indices == [0, 1]
+
+
+def test_a_packed_frame_without_the_agreement_is_invalid_json(
+    pong_url: str, closing: contextlib.ExitStack
+) -> None:
+    ws, agreed = open_batch(pong_url, closing, None)
+    assert agreed["compression"] is None
+    step(ws, SEEDS)
+    error = error_of(ask_raw(ws, packed(json.dumps(batch_step_message(STEPS)).encode())))
+    assert error["code"] == "INVALID_JSON"
+    _, result = step(ws, STEPS)
+    assert result.indices == [0, 1]
+
+
+# --------------------------------------------------------------------------- single sessions
+
+
+def test_a_single_session_agrees_by_subprotocol_and_gets_packed_screens(
+    pong_url: str, closing: contextlib.ExitStack
+) -> None:
+    offered = [BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]
+    packed_ws = closing.enter_context(Wire.open(pong_url, subprotocols=offered))
+    plain_ws = closing.enter_context(Wire.open(pong_url, subprotocols=[BINARY_SUBPROTOCOL]))
+    assert packed_ws.subprotocol == BINARY_ZSTD_SUBPROTOCOL
+    assert plain_ws.subprotocol == BINARY_SUBPROTOCOL
+    requests: list[dict[str, Any]] = [{"type": "reset", "data": {"seed": 3}}]
+    requests += [{"type": "step", "data": {"action_id": a}} for a in (2, 3, 2)]
+    for request in requests:
+        small = ask_raw(packed_ws, request)
+        large = ask_raw(plain_ws, request)
+        assert isinstance(small, bytes)
+        assert isinstance(large, bytes)
+        assert small.startswith(COMPRESSED_MAGIC)
+        assert large.startswith(MAGIC)
+        assert len(small) * 20 < len(large)
+        ours, theirs = parse_frame(small), parse_frame(large)
+        assert isinstance(ours, ObservationReply)
+        assert isinstance(theirs, ObservationReply)
+        np.testing.assert_array_equal(ours.observation["screen"], theirs.observation["screen"])
+        assert ours.reward == theirs.reward
