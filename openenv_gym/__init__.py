@@ -33,7 +33,7 @@ from openenv_gym.errors import (
     UnsupportedRenderModeError,
 )
 from openenv_gym.registration import register_all, register_envs
-from openenv_gym.vector import OpenEnvVectorEnv
+from openenv_gym.vector import OpenEnvPool, OpenEnvVectorEnv, make_pool
 from openenv_gym.version import __version__
 
 register_all()
@@ -50,6 +50,7 @@ __all__ = [
     "ObservationMismatchError",
     "OpenEnvEnv",
     "OpenEnvGymError",
+    "OpenEnvPool",
     "OpenEnvVectorEnv",
     "ProtocolError",
     "ReplyTimeoutError",
@@ -64,5 +65,6 @@ __all__ = [
     "load_experiment",
     "make_from_config",
     "make_gymnasium_env",
+    "make_pool",
     "register_envs",
 ]

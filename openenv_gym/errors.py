@@ -292,6 +292,11 @@ class VectorUsageError(OpenEnvGymError, ValueError):
     """A vector env was called with arguments it cannot use (seeds, masks, actions, modes)."""
 
 
+class PoolUsageError(VectorUsageError):
+    """An asynchronous pool (``make_pool``) was asked to send for a sub-env that is in flight
+    or unknown, or to ``recv()`` more sub-envs than were sent."""
+
+
 class InsufficientCapacityError(OpenEnvGymError, RuntimeError):
     """The servers cannot take as many sessions as a vector env needs.
 
@@ -463,6 +468,7 @@ class LinkProxyError(OpenEnvGymError, RuntimeError):
 
 __all__ += ["LinkProfileError", "LinkProxyError"]
 
+__all__ += ["PoolUsageError"]
 
 # --------------------------------------------------------------------------- serving
 

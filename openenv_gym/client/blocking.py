@@ -130,6 +130,15 @@ class BlockingConnection:
         """Whether observation replies may come as binary frames."""
         return self.encoding.binary_frames
 
+    def fileno(self) -> int:
+        """The socket's file descriptor (to wait on several connections with ``select``)."""
+        return self._fd
+
+    @property
+    def has_message(self) -> bool:
+        """Whether a complete message is already read and waits for :meth:`receive`."""
+        return bool(self._pending)
+
     @property
     def batch(self) -> bool:
         """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""

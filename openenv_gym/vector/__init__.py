@@ -1,6 +1,7 @@
 """``OpenEnvVectorEnv``: N remote sessions as one ``gymnasium.vector.VectorEnv``.
 
 * :mod:`.env`: the vector env (the Gymnasium API, stepping, autoreset).
+* :mod:`.pool`: ``make_pool``, the envpool-style asynchronous pool (send / recv).
 * :mod:`.buffers`: where replies land (batch buffers, episode flags, infos).
 * :mod:`.connections`: its servers and connections (capacity checks, round trips,
   reconnecting, closing); :mod:`.channels`: a connection, plain (one session) or batch (K
@@ -12,5 +13,6 @@
 
 from openenv_gym.vector.entry_point import VectorEntryPoint
 from openenv_gym.vector.env import RECONNECTED_KEY, OpenEnvVectorEnv
+from openenv_gym.vector.pool import OpenEnvPool, make_pool
 
-__all__ = ["RECONNECTED_KEY", "OpenEnvVectorEnv", "VectorEntryPoint"]
+__all__ = ["RECONNECTED_KEY", "OpenEnvPool", "OpenEnvVectorEnv", "VectorEntryPoint", "make_pool"]

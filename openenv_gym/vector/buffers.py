@@ -297,9 +297,11 @@ class BatchBuffers:
             return observations.copy()  # the usual Box batch: no deepcopy machinery
         return deepcopy(observations)
 
-    def action_masks(self, action_codec: ActionCodec) -> np.ndarray:
+    def action_masks(
+        self, action_codec: ActionCodec, indices: Sequence[int] | None = None
+    ) -> np.ndarray:
         """The legal actions of each sub-env's last observation as ``action_codec`` masks
-        them: ``(num_envs, n)`` ``bool``.
+        them: ``(num_envs, n)`` ``bool`` (``(len(indices), n)`` for the sub-envs ``indices``).
 
         Raises:
             ActionMaskUnavailableError: No observation field lists the legal actions, the
@@ -312,9 +314,10 @@ class BatchBuffers:
                 "enum) and an observation field listing the legal actions; action space "
                 f"{action_codec.space}, legal field {legal_key!r}"
             )
-        if any(legal is None for legal in self.legal):
+        chosen = self.legal if indices is None else [self.legal[i] for i in indices]
+        if any(legal is None for legal in chosen):
             raise ActionMaskUnavailableError("call reset() before action_masks()")
-        return np.stack([action_codec.mask(legal, legal_key) for legal in self.legal])
+        return np.stack([action_codec.mask(legal, legal_key) for legal in chosen])
 
     def observation_of(self, index: int) -> Any:
         """A copy of sub-env ``index``'s current observation."""

@@ -138,6 +138,11 @@ class Connections:
         return self._servers.url_of(index)
 
     @property
+    def reply_timeout(self) -> float:
+        """Seconds to wait for each reply (the env's ``reply_timeout``)."""
+        return self._reply_timeout
+
+    @property
     def channels(self) -> list[Channel]:
         """The open connections (a copy of the list)."""
         return list(self._channels)

@@ -125,4 +125,67 @@ def _info_columns(
     return columns
 
 
-__all__ = ["AddInfo", "merge_column", "merge_result_infos"]
+def info_adder(num_envs: int) -> AddInfo:
+    """An :data:`AddInfo` for ``num_envs`` sub-envs that merges as ``VectorEnv._add_info``
+    does (for a pool, which is no ``VectorEnv``).
+
+    Example:
+        >>> add = info_adder(3)
+        >>> infos = add({}, {"lives": 2, "game": {"name": "pong"}}, 1)
+        >>> infos["lives"], infos["_lives"], infos["game"]["name"]
+        (array([0, 2, 0]), array([False,  True, False]), array([None, 'pong', None], dtype=object))
+    """
+
+    def add_info(infos: dict[str, Any], info: dict[str, Any], index: int) -> dict[str, Any]:
+        for key, value in info.items():
+            array: Any
+            if isinstance(value, dict):
+                array = add_info(infos.get(key, {}), value, index)
+            else:
+                array = infos.get(key)
+                if array is None:
+                    kind = type(value)
+                    if kind in (int, float, bool) or issubclass(kind, np.number):
+                        array = np.zeros(num_envs, dtype=kind)
+                    elif isinstance(value, np.ndarray):
+                        array = np.zeros((num_envs, *value.shape), dtype=value.dtype)
+                    else:
+                        array = np.full(num_envs, fill_value=None, dtype=object)
+                array[index] = value
+            mask = infos.get(f"_{key}")
+            if mask is None:
+                mask = np.zeros(num_envs, dtype=np.bool_)
+            mask[index] = True
+            infos[key], infos[f"_{key}"] = array, mask
+        return infos
+
+    return add_info
+
+
+def take_info_rows(infos: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
+    """The rows ``rows`` of merged infos (each key's array and its ``_key`` mask), keeping
+    the keys that any of those rows has; their masks are cleared in ``infos``.
+
+    Example:
+        >>> infos = info_adder(3)({}, {"lives": 2}, 1)
+        >>> taken = take_info_rows(infos, np.array([1, 2]))
+        >>> taken["lives"], taken["_lives"], bool(infos["_lives"].any())
+        (array([2, 0]), array([ True, False]), False)
+    """
+    taken: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}")
+        if mask is None or not mask[rows].any():
+            continue
+        if isinstance(value, dict):
+            taken[key] = take_info_rows(value, rows)
+        else:
+            taken[key] = value[rows]
+        taken[f"_{key}"] = mask[rows]
+        mask[rows] = False
+    return taken
+
+
+__all__ = ["AddInfo", "info_adder", "merge_column", "merge_result_infos", "take_info_rows"]

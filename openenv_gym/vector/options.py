@@ -21,7 +21,7 @@ from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.env import OpenEnvEnv
-from openenv_gym.errors import VectorUsageError
+from openenv_gym.errors import PoolUsageError, VectorUsageError
 from openenv_gym.providers import ServerFleet, resolve_fleet, using_fleet
 from openenv_gym.wire.encoding import ENCODINGS, EncodingChoice, resolve_encoding
 
@@ -131,6 +131,50 @@ def spread_over(urls: Sequence[str], num_envs: int) -> dict[str, int]:
     return needed
 
 
+def check_batch_size(batch_size: Any, num_envs: int) -> int:
+    """A pool's ``batch_size``: ``None`` means ``num_envs`` (synchronous).
+
+    Example:
+        >>> check_batch_size(None, 8), check_batch_size(4, 8)
+        (8, 4)
+    """
+    if batch_size is None:
+        return num_envs
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
+        raise PoolUsageError(f"expected batch_size to be an int or None, got {batch_size!r}")
+    if not 1 <= batch_size <= num_envs:
+        raise PoolUsageError(
+            f"expected 1 <= batch_size <= num_envs={num_envs}, got batch_size={batch_size}"
+        )
+    return int(batch_size)
+
+
+def check_env_ids(env_id: Any, num_envs: int) -> list[int]:
+    """A pool's ``env_id`` (``None``: every sub-env) as a list of distinct sub-env indices.
+
+    Example:
+        >>> check_env_ids(np.array([3, 1]), 4)
+        [3, 1]
+    """
+    if env_id is None:
+        return list(range(num_envs))
+    array = np.asarray(env_id)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise PoolUsageError(
+            f"expected env_id to be a 1-D array of sub-env indices (ints), got {env_id!r}; "
+            "pass info['env_id'] of the last recv()"
+        )
+    ids: list[int] = array.tolist()
+    unknown = [i for i in ids if not 0 <= i < num_envs]
+    if unknown:
+        raise PoolUsageError(
+            f"env_id names sub-envs {unknown}, but the pool has sub-envs 0..{num_envs - 1}"
+        )
+    if len(set(ids)) != len(ids):
+        raise PoolUsageError(f"env_id names a sub-env twice: {ids}")
+    return ids
+
+
 def make_template(
     id: str | None,
     urls: list[str] | None,
@@ -225,7 +269,9 @@ __all__ = [
     "accepts_parameter",
     "check_autoreset_mode",
     "check_base_urls",
+    "check_batch_size",
     "check_encoding",
+    "check_env_ids",
     "check_max_episode_steps",
     "check_num_envs",
     "check_reset_mask",

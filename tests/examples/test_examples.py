@@ -81,3 +81,11 @@ def test_sb3_atari_remote_quick() -> None:
     assert "remote Pong" in out
     assert "steps/s" in out
     assert "nan" not in out
+
+
+@pytest.mark.slow
+def test_cleanrl_ppo_pool_quick() -> None:
+    pytest.importorskip("torch")
+    out = run_example("train_cleanrl_ppo_pool.py")
+    assert "trained 20" in out  # 2048 steps and the last batch's few
+    assert "mean return over" in out
