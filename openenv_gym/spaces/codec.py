@@ -60,7 +60,17 @@ class ObservationCodec:
             :mod:`openenv_gym.spaces.inference`).
         variable: Fields without a fixed shape, left to ``info`` (path -> why).
         legal_key: The field listing the legal actions (in ``info``), if any.
+        truncation_rule: ``True`` when :meth:`truncates` reads truncation from the
+            observation itself (for servers that send no truncation field, e.g. chess).
     """
+
+    #: Whether :meth:`truncates` may answer ``True`` (the vector env then asks it per row).
+    truncation_rule: bool = False
+
+    def truncates(self, observation: Mapping[str, Any]) -> bool:
+        """Whether a ``done`` reply with this observation is a truncation, when no
+        ``truncated_key`` field says so; never, unless a subclass knows its game."""
+        return False
 
     def __init__(self, mapping: SchemaMapping) -> None:
         self._codec = mapping.codec
@@ -257,9 +267,13 @@ class ActionCodec:
             mask[index] = True
         return mask
 
-    def encode_batch(self, actions: Any, count: int) -> list[dict[str, Any]]:
+    def encode_batch(
+        self, actions: Any, count: int, legal: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
         """A batch of ``count`` actions (an element of the batched action space) -> one wire
-        action object per action, exactly as :meth:`encode` makes them.
+        action object per action, exactly as :meth:`encode` makes them. ``legal`` holds each
+        sub-env's last legal actions (``None`` where unknown), for codecs whose wire action
+        depends on the position (chess promotions); this one does not use it.
 
         A ``Discrete`` action field (plain integers, or the values of an ``Enum``/``Literal``)
         is checked and mapped for the whole batch at once.
