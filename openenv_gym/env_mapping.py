@@ -32,7 +32,12 @@ from openenv_gym.client import SyncSession, fetch_schema
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
-from openenv_gym.spaces.inference import ActionHints, Inference, is_legal_actions_name
+from openenv_gym.spaces.inference import (
+    ActionHints,
+    Inference,
+    declared_count,
+    is_legal_actions_name,
+)
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
 from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
 from openenv_gym.spaces.tools import tool_codecs
@@ -80,9 +85,11 @@ def probe_session(
             break
     spec = None
     state = session.request(state_message())
-    if isinstance(state, StateReply) and isinstance(state.state.get("action_spec"), dict):
-        spec = state.state["action_spec"]
-    return sample, ActionHints(legal=legal, spec=spec)
+    fields = state.state if isinstance(state, StateReply) else {}
+    if isinstance(fields.get("action_spec"), dict):
+        spec = fields["action_spec"]
+    count = declared_count(fields, sample.get("metadata"), reply.metadata)
+    return sample, ActionHints(legal=legal, spec=spec, count=count)
 
 
 @dataclass(frozen=True)

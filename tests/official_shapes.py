@@ -4,7 +4,9 @@ Our own models, shaped like the official catalog's:
 
 * :class:`ColumnsEnvironment` (connect-four / OpenSpiel): an ``int`` action without bounds,
   ``legal_actions: list[int]`` that shrinks as columns fill, a board ``list[list[int]]`` of
-  unstated size, a ``Literal`` phase and an unbounded ``int`` player.
+  unstated size, a ``Literal`` phase and an unbounded ``int`` player; nothing declares the
+  action range. :class:`DeclaredColumnsEnvironment` is the same game whose state declares
+  ``num_actions``.
 * :class:`ControlEnvironment` (dm_control): ``values: list[float] = []`` as the action, of
   a length only the state's ``action_spec`` gives; ``observations: dict[str, list[float]]``
   whose keys depend on the task; reset ``grow=True`` lengthens one array (a server whose
@@ -290,8 +292,26 @@ class UnmappableEnvironment(Environment):
         return self._state
 
 
+class DeclaredColumnsState(State):
+    num_actions: int = COLUMNS
+
+
+class DeclaredColumnsEnvironment(ColumnsEnvironment):
+    """:class:`ColumnsEnvironment` whose state declares its number of actions."""
+
+    @property
+    def state(self) -> State:
+        return DeclaredColumnsState(**self._state.model_dump())
+
+
 ENVIRONMENTS: dict[str, tuple[Any, type[Action], type[Observation], type[State]]] = {
     "columns": (ColumnsEnvironment, ColumnsAction, ColumnsObservation, State),
+    "declared_columns": (
+        DeclaredColumnsEnvironment,
+        ColumnsAction,
+        ColumnsObservation,
+        DeclaredColumnsState,
+    ),
     "control": (ControlEnvironment, ControlAction, ControlObservation, ControlState),
     "chat": (ChatEnvironment, ChatAction, ChatObservation, State),
     "grid": (GridEnvironment, GridAction, GridObservation, State),

@@ -1,7 +1,8 @@
 """Our client against official ``openenv`` servers with every schema shape of the catalog.
 
 Each server is the official package's FastAPI app under uvicorn (see tests/official_shapes.py);
-``gym.make("openenv/Remote-v0", base_url=url)`` must work with nothing else passed.
+``gym.make("openenv/Remote-v0", base_url=url)`` must work with nothing else passed, except
+where the server leaves the action range undeclared: then one named keyword pins it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ def columns_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def declared_columns_url() -> Iterator[str]:
+    with serve_shape("declared_columns") as url:
+        yield url
+
+
+#: The pin an undeclared integer action range needs (what the refusal asks for).
+COLUMNS_PIN: dict[str, Any] = {"action_field_spaces": {"column": spaces.Discrete(COLUMNS)}}
+
+
+@pytest.fixture(scope="module")
 def control_url() -> Iterator[str]:
     with serve_shape("control") as url:
         yield url
@@ -67,11 +78,14 @@ def _make(url: str, **kwargs: Any) -> gym.Env[Any, Any]:
 # --------------------------------------------------------------------------- each shape
 
 
-def test_unbounded_int_action_takes_its_range_from_the_legal_actions(columns_url: str) -> None:
-    env = _make(columns_url)
+def test_unbounded_int_action_takes_the_range_the_server_declares(
+    declared_columns_url: str,
+) -> None:
+    env = _make(declared_columns_url)
     try:
         unwrapped = env.unwrapped
         assert env.action_space == spaces.Discrete(COLUMNS)
+        assert unwrapped.inferred_spaces[0].source == "the server's declared number of actions"
         board = env.observation_space["board"]
         assert board.shape == (2, COLUMNS)
         assert board.dtype == np.int64
@@ -91,8 +105,28 @@ def test_unbounded_int_action_takes_its_range_from_the_legal_actions(columns_url
         env.close()
 
 
+def test_an_undeclared_int_action_range_is_refused_showing_what_was_observed(
+    columns_url: str,
+) -> None:
+    with pytest.raises(SpaceMappingError) as info:
+        _make(columns_url)
+    message = str(info.value)
+    assert "observed, not declared: legal actions 0..3 at one reset" in message
+    assert "action_field_spaces={'column': gymnasium.spaces.Discrete(n)}" in message
+    call = message.splitlines()[-1].removeprefix("Paste and edit: ")
+    call = call.replace("Discrete(n)", f"Discrete({COLUMNS})")
+    env = eval(call, {"gym": gym, "gymnasium": gymnasium, "numpy": numpy})
+    try:
+        assert env.action_space == spaces.Discrete(COLUMNS)
+        assert [i.path for i in env.unwrapped.inferred_spaces] == ["board"]
+        env.reset(seed=0)
+        env.step(3)
+    finally:
+        env.close()
+
+
 def test_masked_random_play_ends_every_game(columns_url: str) -> None:
-    env = _make(columns_url)
+    env = _make(columns_url, **COLUMNS_PIN)
     rng = np.random.default_rng(0)
     try:
         for episode in range(3):
@@ -191,7 +225,7 @@ def test_enum_action_with_valid_actions_gives_a_mask(grid_url: str) -> None:
         env.close()
 
 
-@pytest.mark.parametrize("name", ["columns", "control", "chat", "grid"])
+@pytest.mark.parametrize("name", ["declared_columns", "control", "chat", "grid"])
 def test_gymnasium_check_env_passes_with_its_defaults(name: str) -> None:
     with serve_shape(name) as url:
         env = _make(url)
@@ -244,7 +278,7 @@ def test_misspelt_options_are_named_as_the_env_spells_them(columns_url: str) -> 
 
 
 def test_pickling_an_env_says_to_pass_a_creator(columns_url: str) -> None:
-    env = _make(columns_url)
+    env = _make(columns_url, **COLUMNS_PIN)
     try:
         with pytest.raises(EnvNotPicklableError) as info:
             pickle.dumps(env)

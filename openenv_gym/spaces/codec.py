@@ -396,8 +396,9 @@ def action_codec(
             optional field given a space is part of the action.
         field_shapes: Shapes for arrays without a fixed length.
         include: Optional fields (with a server default) to make part of the action space.
-        hints: The legal actions at reset and the state's ``action_spec``, to close open
-            action shapes (see :mod:`openenv_gym.spaces.inference`).
+        hints: The state's ``action_spec`` and declared action count, to close open action
+            shapes; the legal actions at reset are only shown as observed (see
+            :mod:`openenv_gym.spaces.inference`).
 
     Raises:
         SpaceMappingError: A field cannot be mapped (the message names it and says what to
