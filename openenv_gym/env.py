@@ -266,6 +266,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             timeout=self._connect_options.connect_timeout,
             options=self._mapping_options,
             probe=lambda schema: probe_session(self._open_session(), schema, reset_kwargs),
+            probe_key=repr(sorted(reset_kwargs.items())),
         )
 
     def _schemas(

@@ -342,3 +342,32 @@ def test_check_rejects_a_malformed_option(
 ) -> None:
     assert main(["check", unmappable_url, "--action-field-space", "choice=notjson"]) == 2
     assert "FIELD=JSON" in capsys.readouterr().err
+
+
+def test_a_second_make_of_a_one_session_server_needs_no_probe() -> None:
+    # The control shape needs a probe (open shapes); its server here takes one session.
+    with serve_shape("control", max_concurrent_envs=1) as url:
+        first = _make(url)
+        try:
+            first.reset(seed=0)
+            # A second make while the first holds the only session: no second probe.
+            second = _make(url)
+            try:
+                assert second.observation_space == first.observation_space
+                assert second.action_space == first.action_space
+            finally:
+                second.close()
+        finally:
+            first.close()
+        # Gymnasium's check_env makes a second env from the spec while the first is open.
+        env = _make(url)
+        try:
+            check_env(env.unwrapped)
+        finally:
+            env.close()
+        # Other options are another mapping: the probe runs again (the session is free now).
+        pinned = _make(url, observation_field_shapes={"observations.position": (3,)})
+        try:
+            assert pinned.observation_space["observations"]["position"].shape == (3,)
+        finally:
+            pinned.close()
