@@ -13,6 +13,7 @@ Our own models, shaped like the official catalog's:
   shapes change).
 * :class:`ChatEnvironment` (TextArena / echo / reasoning-gym): free text both ways, a
   variable-length ``history: list[str]`` and an ``Enum`` speaker.
+* :class:`ShoutEnvironment`: the chat echo upper-cased, with characters outside any charset.
 * :class:`GridEnvironment` (grid world / maze / snake): an ``Enum`` action, a bounded
   ``int`` speed, ``valid_actions: list[str]`` naming the enum values that may be played.
 * :class:`UnmappableEnvironment`: an action union ``int | str`` and an observation ``Any``,
@@ -205,6 +206,20 @@ class Direction(StrEnum):
     RIGHT = "right"
 
 
+#: What :class:`ShoutEnvironment` adds: a combining mark, a snowman, an emoji and a NUL.
+SHOUT_SUFFIX = "\u0301 \u2603 \U0001f600 \x00!"
+
+
+class ShoutEnvironment(ChatEnvironment):
+    """:class:`ChatEnvironment` whose prompt is the message shouted: upper-cased, with
+    characters no ``Text`` charset lists (as an MCP "shout" tool's replies have)."""
+
+    def step(self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        observation = super().step(action)
+        observation.prompt = action.message.upper() + SHOUT_SUFFIX
+        return observation
+
+
 class GridAction(Action):
     direction: Direction
 
@@ -315,6 +330,7 @@ ENVIRONMENTS: dict[str, tuple[Any, type[Action], type[Observation], type[State]]
     "control": (ControlEnvironment, ControlAction, ControlObservation, ControlState),
     "chat": (ChatEnvironment, ChatAction, ChatObservation, State),
     "grid": (GridEnvironment, GridAction, GridObservation, State),
+    "shout": (ShoutEnvironment, ChatAction, ChatObservation, State),
     "unmappable": (UnmappableEnvironment, UnmappableAction, UnmappableObservation, State),
 }
 

@@ -28,7 +28,7 @@ from openenv_gym.errors import (
     ObservationMismatchError,
     SpaceMappingError,
 )
-from tests.official_shapes import COLUMNS, serve_shape
+from tests.official_shapes import COLUMNS, SHOUT_SUFFIX, serve_shape
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +371,35 @@ def test_a_second_make_of_a_one_session_server_needs_no_probe() -> None:
             assert pinned.observation_space["observations"]["position"].shape == (3,)
         finally:
             pinned.close()
+
+
+@pytest.fixture(scope="module")
+def shout_url() -> Iterator[str]:
+    with serve_shape("shout") as url:
+        yield url
+
+
+def test_free_text_observations_take_any_character_the_server_sends(shout_url: str) -> None:
+    env = _make(shout_url)
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step("école")
+        assert obs["prompt"] == "ÉCOLE" + SHOUT_SUFFIX
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+def test_async_make_vec_returns_the_text_the_servers_sent(shout_url: str) -> None:
+    vec = gym.make_vec(
+        "openenv/Remote-v0", num_envs=2, vectorization_mode="async", base_url=shout_url
+    )
+    try:
+        obs, _ = vec.reset(seed=0)
+        assert tuple(obs["prompt"]) == ("say something", "say something")
+        obs, *_ = vec.step(("a", "b"))
+        assert tuple(obs["prompt"]) == ("A" + SHOUT_SUFFIX, "B" + SHOUT_SUFFIX)
+        obs, *_ = vec.step(("c", ""))
+        assert tuple(obs["prompt"]) == ("C" + SHOUT_SUFFIX, SHOUT_SUFFIX)
+    finally:
+        vec.close()

@@ -24,6 +24,7 @@ from gymnasium import spaces
 
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.fields import (
+    DEFAULT_TEXT_CHARSET,
     BoolCodec,
     DefaultCharsetText,
     DiscreteCodec,
@@ -34,6 +35,7 @@ from openenv_gym.spaces.fields import (
     TextCodec,
     codec_for_space,
 )
+from openenv_gym.spaces.free_text import FreeText
 from openenv_gym.spaces.inference import ActionHints, Inference, legal_integers
 from openenv_gym.spaces.problems import Role
 from openenv_gym.spaces.schema_keywords import (
@@ -400,6 +402,10 @@ class FieldWalker:
         )
         max_length = int(schema.get("maxLength", default))
         min_length = int(schema.get("minLength", 0))
+        if self.role == "observation":  # a server's text may hold any character
+            return TextCodec(
+                FreeText(max_length, min_length=min_length, charset=DEFAULT_TEXT_CHARSET)
+            )
         return TextCodec(DefaultCharsetText(max_length, min_length=min_length))
 
     # ------------------------------------------------------------------ containers
