@@ -14,6 +14,7 @@ Our own models, shaped like the official catalog's:
 * :class:`ChatEnvironment` (TextArena / echo / reasoning-gym): free text both ways, a
   variable-length ``history: list[str]`` and an ``Enum`` speaker.
 * :class:`ShoutEnvironment`: the chat echo upper-cased, with characters outside any charset.
+* :class:`UnseededEnvironment`: the chat echo whose reset ignores ``seed``.
 * :class:`GridEnvironment` (grid world / maze / snake): an ``Enum`` action, a bounded
   ``int`` speed, ``valid_actions: list[str]`` naming the enum values that may be played.
 * :class:`UnmappableEnvironment`: an action union ``int | str`` and an observation ``Any``,
@@ -22,6 +23,7 @@ Our own models, shaped like the official catalog's:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -220,6 +222,17 @@ class ShoutEnvironment(ChatEnvironment):
         return observation
 
 
+class UnseededEnvironment(ChatEnvironment):
+    """:class:`ChatEnvironment` whose reset prompt is random whatever the seed: a server
+    that ignores ``reset(seed=)``."""
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ChatObservation:
+        super().reset(seed, episode_id)
+        return ChatObservation(prompt=f"say something {random.random()}")
+
+
 class GridAction(Action):
     direction: Direction
 
@@ -331,6 +344,7 @@ ENVIRONMENTS: dict[str, tuple[Any, type[Action], type[Observation], type[State]]
     "chat": (ChatEnvironment, ChatAction, ChatObservation, State),
     "grid": (GridEnvironment, GridAction, GridObservation, State),
     "shout": (ShoutEnvironment, ChatAction, ChatObservation, State),
+    "unseeded": (UnseededEnvironment, ChatAction, ChatObservation, State),
     "unmappable": (UnmappableEnvironment, UnmappableAction, UnmappableObservation, State),
 }
 

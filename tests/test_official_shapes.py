@@ -403,3 +403,22 @@ def test_async_make_vec_returns_the_text_the_servers_sent(shout_url: str) -> Non
         assert tuple(obs["prompt"]) == ("C" + SHOUT_SUFFIX, SHOUT_SUFFIX)
     finally:
         vec.close()
+
+
+def test_check_reports_a_server_that_ignores_seeds_as_its_own_finding(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with serve_shape("unseeded") as url:
+        assert main(["check", url]) == 0
+        report = capsys.readouterr().out
+        assert "[ok]   check_env  passed up to Gymnasium's determinism check" in report
+        assert "[server] seeding    the server ignores reset(seed=)" in report
+        assert report.splitlines()[-1] == "result: PASS (6 checks; server findings: seeding)"
+        assert main(["check", url, "--json"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert body["passed"] is True
+        assert [f["name"] for f in body["server_findings"]] == ["seeding"]
+    # A seeded server has no finding.
+    with serve_shape("chat") as url:
+        assert main(["check", url]) == 0
+        assert "[server]" not in capsys.readouterr().out
