@@ -173,7 +173,7 @@ def test_a_later_observation_that_disagrees_names_the_keyword_to_pin_or_exclude(
         assert info.value.field == "observations.position"
         assert "the reset observation" in message
         assert "observation_field_shapes={'observations.position'" in message
-        assert "observation_exclude=['observations']" in message
+        assert "observation_exclude" not in message  # the only field: nothing would be left
     finally:
         env.close()
 
@@ -422,3 +422,24 @@ def test_check_reports_a_server_that_ignores_seeds_as_its_own_finding(
     with serve_shape("chat") as url:
         assert main(["check", url]) == 0
         assert "[server]" not in capsys.readouterr().out
+
+
+def test_the_call_the_disagreement_suggests_works(control_url: str) -> None:
+    env = _make(control_url)
+    try:
+        with pytest.raises(ObservationMismatchError) as info:
+            env.reset(options={"grow": True})
+    finally:
+        env.close()
+    message = str(info.value)
+    # 'observations' is the only field: excluding it would leave no space, so not offered.
+    assert "observation_exclude" not in message
+    assert "observation_field_shapes={'observations.position': ...}" in message
+    # The dotted pin, given the shape the grown observations have.
+    pinned = _make(control_url, observation_field_shapes={"observations.position": (4,)})
+    try:
+        obs, _ = pinned.reset(options={"grow": True})
+        assert obs["observations"]["position"].shape == (4,)
+        assert pinned.observation_space.contains(obs)
+    finally:
+        pinned.close()

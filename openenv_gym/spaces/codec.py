@@ -146,15 +146,22 @@ class ObservationCodec:
                     f"Its space was taken from {inference.source} ({inference.value}); "
                     "the field changes shape between observations. Pin it: "
                     f"observation_{inference.option}={{{inference.path!r}: ...}} with a space "
-                    f"that holds every observation, or leave it to info: "
-                    f"observation_exclude=[{inference.path.split('.', 1)[0]!r}]"
+                    "that holds every observation" + self._exclude_advice(inference.path)
                 )
         name = top or "<field>"
         return (
             "If the server's schema is imprecise, pass an explicit space for the field: "
-            f"observation_field_spaces={{{name!r}: space}}, or leave it to info: "
-            f"observation_exclude=[{name.split('.', 1)[0]!r}]"
+            f"observation_field_spaces={{{name!r}: space}}" + self._exclude_advice(name)
         )
+
+    def _exclude_advice(self, path: str) -> str:
+        """``", or leave it to info: observation_exclude=[...]"`` when other fields would
+        still form a space (excluding the only one leaves none)."""
+        first = path.split(".", 1)[0]
+        others = set(self.space.spaces) - {first} if isinstance(self.space, spaces.Dict) else ()
+        if self.key is not None or not others:
+            return ""
+        return f", or leave it to info: observation_exclude=[{first!r}]"
 
     @property
     def plain_extras(self) -> bool:
