@@ -92,12 +92,15 @@ def episode_flags(
     codec: ObservationCodec, observation: Mapping[str, Any], done: bool
 ) -> tuple[bool, bool]:
     """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
-    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set."""
+    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set
+    or the codec's :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
     truncated_key = codec.truncated_key
     truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
     terminated_key = codec.terminated_key
     if terminated_key is not None and terminated_key in observation:
         return bool(observation[terminated_key]), truncated
+    if done and not truncated and codec.truncation_rule:
+        truncated = codec.truncates(observation)
     return bool(done) and not truncated, truncated
 
 
@@ -274,6 +277,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             timeout=self._connect_options.connect_timeout,
             options=self._mapping_options,
             probe=lambda schema: probe_session(self._open_session(), schema, reset_kwargs),
+            probe_key=repr(sorted(reset_kwargs.items())),
         )
 
     def _schemas(

@@ -8,6 +8,10 @@
   schema leaves a shape open, one reset (and a ``state`` request) supplies it
   (:mod:`openenv_gym.spaces.inference`), and what still has no space is reported in ONE
   :class:`~openenv_gym.errors.SpaceMappingError` with the ``gym.make`` call to paste.
+  The probe's result is kept per server, schema, options and reset keys for the process, so
+  a second ``make`` of the same server and options opens no session at ``make`` (a
+  one-session server takes Gymnasium's ``check_env``); :func:`forget_probes` drops it (a
+  server restarted at the same URL with other settings).
 * The RGB image of the observation space, if any (``render_mode="rgb_array"`` shows it):
   :func:`find_rgb_image`.
 
@@ -19,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +37,12 @@ from openenv_gym.client import SyncSession, fetch_schema
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
-from openenv_gym.spaces.inference import ActionHints, Inference, is_legal_actions_name
+from openenv_gym.spaces.inference import (
+    ActionHints,
+    Inference,
+    declared_count,
+    is_legal_actions_name,
+)
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
 from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
 from openenv_gym.spaces.tools import tool_codecs
@@ -44,6 +54,13 @@ _LOGGED_INFERENCES: set[tuple[str, str]] = set()
 
 #: One reset for open shapes: the schemas -> the sample observation and the action hints.
 Probe = Callable[[Mapping[str, Any]], tuple[dict[str, Any], ActionHints]]
+#: The probes made in this process: (server, schema, options, reset keys) -> their result.
+_PROBED: dict[tuple[str, str, str, str], tuple[dict[str, Any], ActionHints]] = {}
+
+
+def forget_probes() -> None:
+    """Drop every kept probe result: the next ``make`` of each server probes again."""
+    _PROBED.clear()
 
 
 def log_inferences(base_url: str, inferred: Sequence[Inference]) -> None:
@@ -80,9 +97,11 @@ def probe_session(
             break
     spec = None
     state = session.request(state_message())
-    if isinstance(state, StateReply) and isinstance(state.state.get("action_spec"), dict):
-        spec = state.state["action_spec"]
-    return sample, ActionHints(legal=legal, spec=spec)
+    fields = state.state if isinstance(state, StateReply) else {}
+    if isinstance(fields.get("action_spec"), dict):
+        spec = fields["action_spec"]
+    count = declared_count(fields, sample.get("metadata"), reply.metadata)
+    return sample, ActionHints(legal=legal, spec=spec, count=count)
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,8 @@ class SpaceMapper:
             ``action_include``, ``observation_field_spaces``, ``observation_field_shapes``,
             ``observation_exclude``).
         probe: One reset for open shapes (``None``: shapes must come from the schema).
+        probe_key: What besides the server, schema and options the probe depends on (the
+            reset keys): its result is kept under all four.
     """
 
     base_url: str
@@ -104,6 +125,7 @@ class SpaceMapper:
     timeout: float
     options: Mapping[str, Any]
     probe: Probe | None = None
+    probe_key: str = ""
 
     def schemas(
         self,
@@ -143,7 +165,15 @@ class SpaceMapper:
             return tools
         act, obs, problems = self._map(schema, None, None)
         if problems and any(p.needs_data for p in problems) and self.probe is not None:
-            sample, hints = self.probe(schema)
+            key = (
+                self.base_url,
+                json.dumps(schema, sort_keys=True, default=repr),
+                repr(sorted(self.options.items())),
+                self.probe_key,
+            )
+            if key not in _PROBED:
+                _PROBED[key] = self.probe(schema)
+            sample, hints = _PROBED[key]
             act, obs, problems = self._map(schema, sample, hints)
         if problems or act is None or obs is None:
             raise SpaceMappingError(
@@ -237,4 +267,11 @@ def find_rgb_image(space: spaces.Space[Any]) -> tuple[str, ...] | None:
     return None
 
 
-__all__ = ["Probe", "SpaceMapper", "find_rgb_image", "log_inferences", "probe_session"]
+__all__ = [
+    "Probe",
+    "SpaceMapper",
+    "find_rgb_image",
+    "forget_probes",
+    "log_inferences",
+    "probe_session",
+]

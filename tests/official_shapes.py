@@ -4,13 +4,17 @@ Our own models, shaped like the official catalog's:
 
 * :class:`ColumnsEnvironment` (connect-four / OpenSpiel): an ``int`` action without bounds,
   ``legal_actions: list[int]`` that shrinks as columns fill, a board ``list[list[int]]`` of
-  unstated size, a ``Literal`` phase and an unbounded ``int`` player.
+  unstated size, a ``Literal`` phase and an unbounded ``int`` player; nothing declares the
+  action range. :class:`DeclaredColumnsEnvironment` is the same game whose state declares
+  ``num_actions``.
 * :class:`ControlEnvironment` (dm_control): ``values: list[float] = []`` as the action, of
   a length only the state's ``action_spec`` gives; ``observations: dict[str, list[float]]``
   whose keys depend on the task; reset ``grow=True`` lengthens one array (a server whose
   shapes change).
 * :class:`ChatEnvironment` (TextArena / echo / reasoning-gym): free text both ways, a
   variable-length ``history: list[str]`` and an ``Enum`` speaker.
+* :class:`ShoutEnvironment`: the chat echo upper-cased, with characters outside any charset.
+* :class:`UnseededEnvironment`: the chat echo whose reset ignores ``seed``.
 * :class:`GridEnvironment` (grid world / maze / snake): an ``Enum`` action, a bounded
   ``int`` speed, ``valid_actions: list[str]`` naming the enum values that may be played.
 * :class:`UnmappableEnvironment`: an action union ``int | str`` and an observation ``Any``,
@@ -19,6 +23,7 @@ Our own models, shaped like the official catalog's:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -203,6 +208,31 @@ class Direction(StrEnum):
     RIGHT = "right"
 
 
+#: What :class:`ShoutEnvironment` adds: a combining mark, a snowman, an emoji and a NUL.
+SHOUT_SUFFIX = "\u0301 \u2603 \U0001f600 \x00!"
+
+
+class ShoutEnvironment(ChatEnvironment):
+    """:class:`ChatEnvironment` whose prompt is the message shouted: upper-cased, with
+    characters no ``Text`` charset lists (as an MCP "shout" tool's replies have)."""
+
+    def step(self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        observation = super().step(action)
+        observation.prompt = action.message.upper() + SHOUT_SUFFIX
+        return observation
+
+
+class UnseededEnvironment(ChatEnvironment):
+    """:class:`ChatEnvironment` whose reset prompt is random whatever the seed: a server
+    that ignores ``reset(seed=)``."""
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ChatObservation:
+        super().reset(seed, episode_id)
+        return ChatObservation(prompt=f"say something {random.random()}")
+
+
 class GridAction(Action):
     direction: Direction
 
@@ -290,11 +320,31 @@ class UnmappableEnvironment(Environment):
         return self._state
 
 
+class DeclaredColumnsState(State):
+    num_actions: int = COLUMNS
+
+
+class DeclaredColumnsEnvironment(ColumnsEnvironment):
+    """:class:`ColumnsEnvironment` whose state declares its number of actions."""
+
+    @property
+    def state(self) -> State:
+        return DeclaredColumnsState(**self._state.model_dump())
+
+
 ENVIRONMENTS: dict[str, tuple[Any, type[Action], type[Observation], type[State]]] = {
     "columns": (ColumnsEnvironment, ColumnsAction, ColumnsObservation, State),
+    "declared_columns": (
+        DeclaredColumnsEnvironment,
+        ColumnsAction,
+        ColumnsObservation,
+        DeclaredColumnsState,
+    ),
     "control": (ControlEnvironment, ControlAction, ControlObservation, ControlState),
     "chat": (ChatEnvironment, ChatAction, ChatObservation, State),
     "grid": (GridEnvironment, GridAction, GridObservation, State),
+    "shout": (ShoutEnvironment, ChatAction, ChatObservation, State),
+    "unseeded": (UnseededEnvironment, ChatAction, ChatObservation, State),
     "unmappable": (UnmappableEnvironment, UnmappableAction, UnmappableObservation, State),
 }
 

@@ -1,7 +1,8 @@
 """Our client against official ``openenv`` servers with every schema shape of the catalog.
 
 Each server is the official package's FastAPI app under uvicorn (see tests/official_shapes.py);
-``gym.make("openenv/Remote-v0", base_url=url)`` must work with nothing else passed.
+``gym.make("openenv/Remote-v0", base_url=url)`` must work with nothing else passed, except
+where the server leaves the action range undeclared: then one named keyword pins it.
 """
 
 from __future__ import annotations
@@ -27,13 +28,23 @@ from openenv_gym.errors import (
     ObservationMismatchError,
     SpaceMappingError,
 )
-from tests.official_shapes import COLUMNS, serve_shape
+from tests.official_shapes import COLUMNS, SHOUT_SUFFIX, serve_shape
 
 
 @pytest.fixture(scope="module")
 def columns_url() -> Iterator[str]:
     with serve_shape("columns") as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def declared_columns_url() -> Iterator[str]:
+    with serve_shape("declared_columns") as url:
+        yield url
+
+
+#: The pin an undeclared integer action range needs (what the refusal asks for).
+COLUMNS_PIN: dict[str, Any] = {"action_field_spaces": {"column": spaces.Discrete(COLUMNS)}}
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +78,14 @@ def _make(url: str, **kwargs: Any) -> gym.Env[Any, Any]:
 # --------------------------------------------------------------------------- each shape
 
 
-def test_unbounded_int_action_takes_its_range_from_the_legal_actions(columns_url: str) -> None:
-    env = _make(columns_url)
+def test_unbounded_int_action_takes_the_range_the_server_declares(
+    declared_columns_url: str,
+) -> None:
+    env = _make(declared_columns_url)
     try:
         unwrapped = env.unwrapped
         assert env.action_space == spaces.Discrete(COLUMNS)
+        assert unwrapped.inferred_spaces[0].source == "the server's declared number of actions"
         board = env.observation_space["board"]
         assert board.shape == (2, COLUMNS)
         assert board.dtype == np.int64
@@ -91,8 +105,28 @@ def test_unbounded_int_action_takes_its_range_from_the_legal_actions(columns_url
         env.close()
 
 
+def test_an_undeclared_int_action_range_is_refused_showing_what_was_observed(
+    columns_url: str,
+) -> None:
+    with pytest.raises(SpaceMappingError) as info:
+        _make(columns_url)
+    message = str(info.value)
+    assert "observed, not declared: legal actions 0..3 at one reset" in message
+    assert "action_field_spaces={'column': gymnasium.spaces.Discrete(n)}" in message
+    call = message.splitlines()[-1].removeprefix("Paste and edit: ")
+    call = call.replace("Discrete(n)", f"Discrete({COLUMNS})")
+    env = eval(call, {"gym": gym, "gymnasium": gymnasium, "numpy": numpy})
+    try:
+        assert env.action_space == spaces.Discrete(COLUMNS)
+        assert [i.path for i in env.unwrapped.inferred_spaces] == ["board"]
+        env.reset(seed=0)
+        env.step(3)
+    finally:
+        env.close()
+
+
 def test_masked_random_play_ends_every_game(columns_url: str) -> None:
-    env = _make(columns_url)
+    env = _make(columns_url, **COLUMNS_PIN)
     rng = np.random.default_rng(0)
     try:
         for episode in range(3):
@@ -139,7 +173,7 @@ def test_a_later_observation_that_disagrees_names_the_keyword_to_pin_or_exclude(
         assert info.value.field == "observations.position"
         assert "the reset observation" in message
         assert "observation_field_shapes={'observations.position'" in message
-        assert "observation_exclude=['observations']" in message
+        assert "observation_exclude" not in message  # the only field: nothing would be left
     finally:
         env.close()
 
@@ -191,7 +225,7 @@ def test_enum_action_with_valid_actions_gives_a_mask(grid_url: str) -> None:
         env.close()
 
 
-@pytest.mark.parametrize("name", ["columns", "control", "chat", "grid"])
+@pytest.mark.parametrize("name", ["declared_columns", "control", "chat", "grid"])
 def test_gymnasium_check_env_passes_with_its_defaults(name: str) -> None:
     with serve_shape(name) as url:
         env = _make(url)
@@ -244,7 +278,7 @@ def test_misspelt_options_are_named_as_the_env_spells_them(columns_url: str) -> 
 
 
 def test_pickling_an_env_says_to_pass_a_creator(columns_url: str) -> None:
-    env = _make(columns_url)
+    env = _make(columns_url, **COLUMNS_PIN)
     try:
         with pytest.raises(EnvNotPicklableError) as info:
             pickle.dumps(env)
@@ -308,3 +342,104 @@ def test_check_rejects_a_malformed_option(
 ) -> None:
     assert main(["check", unmappable_url, "--action-field-space", "choice=notjson"]) == 2
     assert "FIELD=JSON" in capsys.readouterr().err
+
+
+def test_a_second_make_of_a_one_session_server_needs_no_probe() -> None:
+    # The control shape needs a probe (open shapes); its server here takes one session.
+    with serve_shape("control", max_concurrent_envs=1) as url:
+        first = _make(url)
+        try:
+            first.reset(seed=0)
+            # A second make while the first holds the only session: no second probe.
+            second = _make(url)
+            try:
+                assert second.observation_space == first.observation_space
+                assert second.action_space == first.action_space
+            finally:
+                second.close()
+        finally:
+            first.close()
+        # Gymnasium's check_env makes a second env from the spec while the first is open.
+        env = _make(url)
+        try:
+            check_env(env.unwrapped)
+        finally:
+            env.close()
+        # Other options are another mapping: the probe runs again (the session is free now).
+        pinned = _make(url, observation_field_shapes={"observations.position": (3,)})
+        try:
+            assert pinned.observation_space["observations"]["position"].shape == (3,)
+        finally:
+            pinned.close()
+
+
+@pytest.fixture(scope="module")
+def shout_url() -> Iterator[str]:
+    with serve_shape("shout") as url:
+        yield url
+
+
+def test_free_text_observations_take_any_character_the_server_sends(shout_url: str) -> None:
+    env = _make(shout_url)
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step("école")
+        assert obs["prompt"] == "ÉCOLE" + SHOUT_SUFFIX
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+def test_async_make_vec_returns_the_text_the_servers_sent(shout_url: str) -> None:
+    vec = gym.make_vec(
+        "openenv/Remote-v0", num_envs=2, vectorization_mode="async", base_url=shout_url
+    )
+    try:
+        obs, _ = vec.reset(seed=0)
+        assert tuple(obs["prompt"]) == ("say something", "say something")
+        obs, *_ = vec.step(("a", "b"))
+        assert tuple(obs["prompt"]) == ("A" + SHOUT_SUFFIX, "B" + SHOUT_SUFFIX)
+        obs, *_ = vec.step(("c", ""))
+        assert tuple(obs["prompt"]) == ("C" + SHOUT_SUFFIX, SHOUT_SUFFIX)
+    finally:
+        vec.close()
+
+
+def test_check_reports_a_server_that_ignores_seeds_as_its_own_finding(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with serve_shape("unseeded") as url:
+        assert main(["check", url]) == 0
+        report = capsys.readouterr().out
+        assert "[ok]   check_env  passed up to Gymnasium's determinism check" in report
+        assert "[server] seeding    the server ignores reset(seed=)" in report
+        assert report.splitlines()[-1] == "result: PASS (6 checks; server findings: seeding)"
+        assert main(["check", url, "--json"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert body["passed"] is True
+        assert [f["name"] for f in body["server_findings"]] == ["seeding"]
+    # A seeded server has no finding.
+    with serve_shape("chat") as url:
+        assert main(["check", url]) == 0
+        assert "[server]" not in capsys.readouterr().out
+
+
+def test_the_call_the_disagreement_suggests_works(control_url: str) -> None:
+    env = _make(control_url)
+    try:
+        with pytest.raises(ObservationMismatchError) as info:
+            env.reset(options={"grow": True})
+    finally:
+        env.close()
+    message = str(info.value)
+    # 'observations' is the only field: excluding it would leave no space, so not offered.
+    assert "observation_exclude" not in message
+    assert "observation_field_shapes={'observations.position': ...}" in message
+    # The dotted pin, given the shape the grown observations have.
+    pinned = _make(control_url, observation_field_shapes={"observations.position": (4,)})
+    try:
+        obs, _ = pinned.reset(options={"grow": True})
+        assert obs["observations"]["position"].shape == (4,)
+        assert pinned.observation_space.contains(obs)
+    finally:
+        pinned.close()

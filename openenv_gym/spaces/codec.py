@@ -60,7 +60,17 @@ class ObservationCodec:
             :mod:`openenv_gym.spaces.inference`).
         variable: Fields without a fixed shape, left to ``info`` (path -> why).
         legal_key: The field listing the legal actions (in ``info``), if any.
+        truncation_rule: ``True`` when :meth:`truncates` reads truncation from the
+            observation itself (for servers that send no truncation field, e.g. chess).
     """
+
+    #: Whether :meth:`truncates` may answer ``True`` (the vector env then asks it per row).
+    truncation_rule: bool = False
+
+    def truncates(self, observation: Mapping[str, Any]) -> bool:
+        """Whether a ``done`` reply with this observation is a truncation, when no
+        ``truncated_key`` field says so; never, unless a subclass knows its game."""
+        return False
 
     def __init__(self, mapping: SchemaMapping) -> None:
         self._codec = mapping.codec
@@ -136,15 +146,22 @@ class ObservationCodec:
                     f"Its space was taken from {inference.source} ({inference.value}); "
                     "the field changes shape between observations. Pin it: "
                     f"observation_{inference.option}={{{inference.path!r}: ...}} with a space "
-                    f"that holds every observation, or leave it to info: "
-                    f"observation_exclude=[{inference.path.split('.', 1)[0]!r}]"
+                    "that holds every observation" + self._exclude_advice(inference.path)
                 )
         name = top or "<field>"
         return (
             "If the server's schema is imprecise, pass an explicit space for the field: "
-            f"observation_field_spaces={{{name!r}: space}}, or leave it to info: "
-            f"observation_exclude=[{name.split('.', 1)[0]!r}]"
+            f"observation_field_spaces={{{name!r}: space}}" + self._exclude_advice(name)
         )
+
+    def _exclude_advice(self, path: str) -> str:
+        """``", or leave it to info: observation_exclude=[...]"`` when other fields would
+        still form a space (excluding the only one leaves none)."""
+        first = path.split(".", 1)[0]
+        others = set(self.space.spaces) - {first} if isinstance(self.space, spaces.Dict) else ()
+        if self.key is not None or not others:
+            return ""
+        return f", or leave it to info: observation_exclude=[{first!r}]"
 
     @property
     def plain_extras(self) -> bool:
@@ -257,9 +274,13 @@ class ActionCodec:
             mask[index] = True
         return mask
 
-    def encode_batch(self, actions: Any, count: int) -> list[dict[str, Any]]:
+    def encode_batch(
+        self, actions: Any, count: int, legal: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
         """A batch of ``count`` actions (an element of the batched action space) -> one wire
-        action object per action, exactly as :meth:`encode` makes them.
+        action object per action, exactly as :meth:`encode` makes them. ``legal`` holds each
+        sub-env's last legal actions (``None`` where unknown), for codecs whose wire action
+        depends on the position (chess promotions); this one does not use it.
 
         A ``Discrete`` action field (plain integers, or the values of an ``Enum``/``Literal``)
         is checked and mapped for the whole batch at once.
@@ -382,8 +403,9 @@ def action_codec(
             optional field given a space is part of the action.
         field_shapes: Shapes for arrays without a fixed length.
         include: Optional fields (with a server default) to make part of the action space.
-        hints: The legal actions at reset and the state's ``action_spec``, to close open
-            action shapes (see :mod:`openenv_gym.spaces.inference`).
+        hints: The state's ``action_spec`` and declared action count, to close open action
+            shapes; the legal actions at reset are only shown as observed (see
+            :mod:`openenv_gym.spaces.inference`).
 
     Raises:
         SpaceMappingError: A field cannot be mapped (the message names it and says what to

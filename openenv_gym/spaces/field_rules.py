@@ -24,6 +24,7 @@ from gymnasium import spaces
 
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.fields import (
+    DEFAULT_TEXT_CHARSET,
     BoolCodec,
     DefaultCharsetText,
     DiscreteCodec,
@@ -34,6 +35,7 @@ from openenv_gym.spaces.fields import (
     TextCodec,
     codec_for_space,
 )
+from openenv_gym.spaces.free_text import FreeText
 from openenv_gym.spaces.inference import ActionHints, Inference, legal_integers
 from openenv_gym.spaces.problems import Role
 from openenv_gym.spaces.schema_keywords import (
@@ -356,17 +358,25 @@ class FieldWalker:
                 )
             return DiscreteCodec(spaces.Discrete(high - low + 1, start=low))
         if self.role == "action":
+            declared = self.hints.declared_range()
+            if declared is not None:
+                return self._discrete_declared(*declared, path)
             legal = legal_integers(self.hints.legal)
-            if legal is not None:
-                return self._discrete_from_legal(legal, low, path)
+            observed = (
+                f"; observed, not declared: legal actions {min(legal)}..{max(legal)} at one "
+                "reset (a sample: the game may have more)"
+                if legal is not None
+                else ""
+            )
+            probed = self.hints.legal is not None or self.hints.spec is not None
             raise UnmappableFieldError(
                 path,
-                "an integer action without both minimum and maximum cannot be sampled, and "
-                "the observation lists no legal actions to take its range from",
+                "an integer action without both minimum and maximum, and the server declares "
+                "no range (no action_spec minimum/maximum, no num_actions field)" + observed,
                 schema,
                 example="gymnasium.spaces.Discrete(n)",
                 also="give the schema bounds (pydantic Field(ge=0, lt=n))",
-                needs_data=self.hints.legal is None,
+                needs_data=not probed,
             )
         dtype_min, dtype_max = int_limits(np.dtype(np.int64))
         box = spaces.Box(
@@ -377,18 +387,11 @@ class FieldWalker:
         )
         return NumericArrayCodec(box)
 
-    def _discrete_from_legal(self, legal: list[int], low: int | None, path: str) -> FieldCodec:
-        """``Discrete`` over ``start .. max(legal)``: the legal actions of the reset."""
-        start = min(0, *legal) if low is None else low
-        if min(legal) < start:
-            start = min(legal)
-        space: spaces.Discrete = spaces.Discrete(max(legal) - start + 1, start=start)
-        value = f"gymnasium.spaces.Discrete({int(space.n)}" + (
-            f", start={start})" if start else ")"
-        )
-        self.inferred.append(
-            Inference(self.role, path, "field_spaces", value, "the legal actions at reset")
-        )
+    def _discrete_declared(self, low: int, high: int, source: str, path: str) -> FieldCodec:
+        """``Discrete`` over the integer range ``low .. high`` the server declares."""
+        space: spaces.Discrete = spaces.Discrete(high - low + 1, start=low)
+        value = f"gymnasium.spaces.Discrete({int(space.n)}" + (f", start={low})" if low else ")")
+        self.inferred.append(Inference(self.role, path, "field_spaces", value, source))
         return DiscreteCodec(space)
 
     def _string(self, schema: Mapping[str, Any]) -> TextCodec:
@@ -399,6 +402,10 @@ class FieldWalker:
         )
         max_length = int(schema.get("maxLength", default))
         min_length = int(schema.get("minLength", 0))
+        if self.role == "observation":  # a server's text may hold any character
+            return TextCodec(
+                FreeText(max_length, min_length=min_length, charset=DEFAULT_TEXT_CHARSET)
+            )
         return TextCodec(DefaultCharsetText(max_length, min_length=min_length))
 
     # ------------------------------------------------------------------ containers

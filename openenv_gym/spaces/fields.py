@@ -37,6 +37,7 @@ from gymnasium import spaces
 
 from openenv_gym.errors import CodecError, SpaceMappingError
 from openenv_gym.spaces.describe import describe_space, describe_value
+from openenv_gym.spaces.free_text import FreeText
 
 _CHARSET_BLOCKS: Final = (
     (0x00A0, 0x024F),  # Latin-1 Supplement, Latin Extended-A and -B
@@ -351,7 +352,10 @@ class TextCodec(FieldCodec):
     def __init__(self, space: spaces.Text) -> None:
         self.space = space
         self._text = space
-        self._charset = space.character_set
+        # A FreeText (an observation) takes any character; a Text, its charset's.
+        self._charset: frozenset[str] | None = (
+            None if isinstance(space, FreeText) else space.character_set
+        )
 
     def decode(self, wire: Any, path: str) -> str:
         space = self._text
@@ -365,7 +369,7 @@ class TextCodec(FieldCodec):
                 f"{len(wire)} characters; pass an explicit Text space with a larger "
                 "max_length via field_spaces, or set maxLength in the schema",
             )
-        unknown = set(wire) - self._charset
+        unknown = set(wire) - self._charset if self._charset is not None else set()
         if unknown:
             shown = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in sorted(unknown)[:10])
             raise self._mismatch(
@@ -381,7 +385,8 @@ class TextCodec(FieldCodec):
         return str(value)
 
     def neutral(self) -> str:
-        filler = " " if " " in self._charset else min(self._charset, default="")
+        charset = self._text.character_set
+        filler = " " if " " in charset else min(charset, default="")
         return filler * self._text.min_length
 
 

@@ -9,8 +9,10 @@ A real OpenEnv schema often leaves shapes open: ``list[float]`` of unstated leng
 * a list named like ``legal_actions`` / ``legal_moves`` / ``valid_actions``: it changes
   length as the game goes on, so it goes to ``info`` and gives the action mask;
 * other arrays without a fixed length whose items are not numbers: ``info``;
-* an ``int`` action without bounds next to such a list of legal integer actions:
-  ``Discrete`` over ``0 .. max(legal)`` at reset;
+* an ``int`` action without bounds: ``Discrete`` over the range the server declares (the
+  state's ``action_spec`` ``minimum``/``maximum``, or a ``num_actions`` field); the legal
+  actions of a reset are a sample, not the game's range, so without a declaration the
+  mapping refuses and names ``action_field_spaces``, showing what it observed;
 * a numeric action array of unstated length: the shape (and bounds) of the state's
   ``action_spec`` (``{"shape": [6], "minimum": [...], "maximum": [...]}``, as the
   official dm_control env publishes).
@@ -30,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import numpy as np
 from gymnasium import spaces
@@ -73,12 +75,57 @@ class ActionHints:
     """What the data says about open action fields.
 
     Attributes:
-        legal: The legal actions of the reset observation (integers), if it lists them.
+        legal: The legal actions of the reset observation (integers), if it lists them:
+            observed, never taken as the action range.
         spec: The state's ``action_spec`` mapping (``shape``, ``minimum``, ``maximum``).
+        count: The number of actions the server declares (a ``num_actions``,
+            ``num_distinct_actions`` or ``action_space_size`` field of the state or of the
+            reset observation's ``metadata``), if any.
     """
 
     legal: Sequence[Any] | None = None
     spec: Mapping[str, Any] | None = None
+    count: int | None = None
+
+    def declared_range(self) -> tuple[int, int, str] | None:
+        """The integer action range the server declares, ``(low, high, where)``: the
+        ``action_spec``'s integer ``minimum``/``maximum`` (or ``num_values``), else
+        :attr:`count` as ``0 .. count - 1``; ``None`` when it declares none.
+
+        Example:
+            >>> ActionHints(spec={"minimum": 0, "maximum": 8}).declared_range()
+            (0, 8, "the state's action_spec")
+            >>> ActionHints(legal=[0, 1, 2]).declared_range() is None
+            True
+        """
+        spec = self.spec if isinstance(self.spec, Mapping) else {}
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if _is_int(low) and _is_int(high) and low <= high:
+            return int(low), int(high), "the state's action_spec"
+        values = spec.get("num_values")
+        if _is_int(values) and values > 0:
+            return 0, int(values) - 1, "the state's action_spec"
+        if self.count is not None and self.count > 0:
+            return 0, self.count - 1, "the server's declared number of actions"
+        return None
+
+
+#: Fields in which a server may declare its number of (integer) actions.
+ACTION_COUNT_FIELDS: Final = ("num_actions", "num_distinct_actions", "action_space_size")
+
+
+def declared_count(*places: Any) -> int | None:
+    """The first positive integer under one of :data:`ACTION_COUNT_FIELDS` in ``places``."""
+    for place in places:
+        if isinstance(place, Mapping):
+            for name in ACTION_COUNT_FIELDS:
+                if _is_int(place.get(name)) and place[name] > 0:
+                    return int(place[name])
+    return None
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_legal_actions_name(path: str) -> bool:
@@ -172,9 +219,11 @@ def pin_inference(role: str, path: str, space: spaces.Space[Any]) -> Inference:
 
 
 __all__ = [
+    "ACTION_COUNT_FIELDS",
     "MISSING",
     "ActionHints",
     "Inference",
+    "declared_count",
     "is_legal_actions_name",
     "legal_integers",
     "numeric_shape",

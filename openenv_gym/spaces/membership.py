@@ -40,6 +40,7 @@ from gymnasium import spaces
 
 from openenv_gym.errors import CodecError
 from openenv_gym.spaces.describe import describe_space, describe_value
+from openenv_gym.spaces.free_text import FreeText
 
 
 def coerce(space: spaces.Space[Any], value: Any, path: str = "") -> Any:
@@ -161,7 +162,7 @@ def _coerce_text(space: spaces.Text, value: Any, path: str) -> str:
         raise _refuse(path, expected, value)
     if not space.min_length <= len(value) <= space.max_length:
         raise _refuse(path, expected, value, f"{len(value)} characters")
-    unknown = sorted(set(value) - space.character_set)
+    unknown = [] if isinstance(space, FreeText) else sorted(set(value) - space.character_set)
     if unknown:
         raise _refuse(path, expected, value, f"characters outside the charset: {unknown[:10]}")
     return value

@@ -165,6 +165,9 @@ class BatchBuffers:
             elapsed[i] += 1
             if limit is not None and elapsed[i] >= limit:
                 truncated = True
+            if done and not truncated and exact is None and self.codec.truncation_rule:
+                row = final if final is not None else result.reply(k)
+                truncated = self.codec.truncates(row.observation)
             terminated = bool(exact) if exact is not None else bool(done) and not truncated
             rewards[i] = 0.0 if reward is None else reward
             terminations[i] = terminated
@@ -193,6 +196,8 @@ class BatchBuffers:
     ) -> bool:
         """:meth:`take_steps` for rows without a final reply or an info, written as whole
         columns; ``False`` (nothing written) when the flag columns are not boolean."""
+        if self.codec.truncation_rule:  # the rule reads each row's observation
+            return False
         truncated_column = _flags(result.fields, self.truncated_key)
         terminated_column = _flags(result.fields, self.terminated_key)
         if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):

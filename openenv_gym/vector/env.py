@@ -293,7 +293,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
                 f"sub-envs {resetting} ended at the last step and autoreset_mode is DISABLED: "
                 "reset them with reset(options={'reset_mask': mask}) before stepping them"
             )
-        wires = self._action_codec.encode_batch(actions, self.num_envs)
+        wires = self._action_codec.encode_batch(actions, self.num_envs, buffers.legal)
         ops: list[Op | None] = [("step", wire) for wire in wires]
         was_resetting: frozenset[int] | None = None
         if mode == AutoresetMode.NEXT_STEP and resetting:

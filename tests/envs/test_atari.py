@@ -3,6 +3,7 @@ parity with raw ``ALE/Pong-v5``, and both directions against the official packag
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -305,5 +306,29 @@ def test_server_errors_still_arrive_on_a_binary_session(pong_url: str) -> None:
         assert info.value.code == "VALIDATION_ERROR"
         state = env.state()
         assert state["game_name"] == "pong"
+    finally:
+        env.close()
+
+
+def reset_reply(url: str) -> dict[str, Any]:
+    """The ``data`` of a raw WebSocket reset reply (JSON), straight from the server."""
+    with connect(http_to_ws_url(url)) as ws:
+        ws.send('{"type":"reset","data":{"seed":0}}')
+        return dict(json.loads(ws.recv())["data"])
+
+
+def test_reset_reward_and_done_match_the_official_server(
+    pong_url: str, official_pong_url: str
+) -> None:
+    ours, theirs = reset_reply(pong_url), reset_reply(official_pong_url)
+    assert theirs["reward"] == 0.0
+    assert (ours["reward"], ours["done"]) == (theirs["reward"], theirs["done"])
+    assert type(ours["reward"]) is float
+    env = AtariOpenEnvEnv(pong_url, encoding="binary")
+    try:
+        session = env._session
+        assert session is not None
+        reply = session.request_observation({"type": "reset", "data": {"seed": 0}})
+        assert (reply.reward, reply.done) == (0.0, False)
     finally:
         env.close()

@@ -12,8 +12,9 @@ pytest.importorskip("chess")
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.chess import encoding
-from openenv_gym.envs.chess.codec import ChessMoveCodec
+from openenv_gym.envs.chess.codec import ChessBoardCodec, ChessMoveCodec
 from openenv_gym.vector import OpenEnvVectorEnv
+from tests.envs.official_chess import official_chess_server
 
 
 def test_the_single_env_is_an_openenv_env_with_masks() -> None:
@@ -90,3 +91,81 @@ def test_maskable_ppo_on_a_vector_of_chess_envs(one_torch_thread: None) -> None:
         assert all(masks[i, a] for i, a in enumerate(actions))  # only legal moves
     finally:
         vec.close()
+
+
+PROMOTION_FEN = "8/4P3/8/8/8/8/k7/7K w - - 0 1"
+E7E8 = 52 * 64 + 60  # the plain index of e7 -> e8 (a queen promotion for a pawn)
+
+
+def test_vector_promotions_reach_an_official_server_with_their_piece() -> None:
+    with official_chess_server() as url:
+        # What the official server does with a bare e7e8: refuses it, nothing moves.
+        refused = gym.make("openenv/Chess-v0", base_url=url)
+        try:
+            refused.reset(options={"fen": PROMOTION_FEN})
+            session = refused.unwrapped._session  # type: ignore[attr-defined]
+            reply = session.request_observation({"type": "step", "data": {"move": "e7e8"}})
+            assert reply.reward == -0.1
+            assert reply.observation["fen"] == PROMOTION_FEN
+        finally:
+            refused.close()
+        vec = gym.make_vec("openenv/Chess-v0", num_envs=2, base_url=url)
+        try:
+            vec.reset(seed=0, options={"fen": PROMOTION_FEN})
+            _, rewards, _, _, info = vec.step(np.array([E7E8, E7E8]))
+            for fen in info["fen"]:
+                assert fen.split()[0].count("Q") == 1
+            assert rewards.tolist() == [0.0, 0.0]
+        finally:
+            vec.close()
+
+
+def play_to_the_end(env: gym.Env, seed: int) -> tuple[bool, bool, dict]:
+    """Random legal moves until the game ends; its last ``(terminated, truncated, info)``."""
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    while True:
+        mask = env.unwrapped.action_masks()  # type: ignore[attr-defined]
+        _, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if terminated or truncated:
+            return terminated, truncated, info
+
+
+def test_a_move_limit_draw_from_an_official_server_is_truncated_single_and_vector() -> None:
+    with official_chess_server(max_moves=6) as url:
+        env = gym.make("openenv/Chess-v0", base_url=url)
+        try:
+            terminated, truncated, info = play_to_the_end(env, seed=1)
+            assert (terminated, truncated) == (False, True)
+            assert info["result"] == "1/2-1/2"
+        finally:
+            env.close()
+        vec = gym.make_vec("openenv/Chess-v0", num_envs=2, base_url=url)
+        try:
+            vec.reset(seed=3)
+            rng = np.random.default_rng(3)
+            for _ in range(3):  # 3 agent moves + 3 replies = the 6 half-moves
+                masks = vec.action_masks()
+                actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+                _, _, terminations, truncations, _ = vec.step(actions)
+            assert terminations.tolist() == [False, False]
+            assert truncations.tolist() == [True, True]
+        finally:
+            vec.close()
+
+
+def test_the_truncation_rule_tells_the_move_limit_from_the_rules() -> None:
+    codec = ChessBoardCodec()
+    drawn_midgame = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    stalemate = "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"
+    mate = "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
+    assert codec.truncates({"fen": drawn_midgame, "result": "1/2-1/2"})
+    assert not codec.truncates({"fen": stalemate, "result": "1/2-1/2"})
+    assert not codec.truncates({"fen": mate, "result": "0-1"})
+    # Our server says it exactly (it always sends agent_color).
+    assert not codec.truncates(
+        {"fen": drawn_midgame, "result": "1/2-1/2", "metadata": {"agent_color": "white"}}
+    )
+    assert codec.truncates(
+        {"fen": drawn_midgame, "result": "1/2-1/2", "metadata": {"truncated": True}}
+    )

@@ -20,13 +20,13 @@ from openenv_gym.spaces import (
     X_OBSERVATION_KEY,
     X_SPACE,
     X_TRUNCATED_KEY,
-    DefaultCharsetText,
     action_codec,
     action_codec_for_model,
     observation_codec,
     observation_codec_for_model,
     space_to_json,
 )
+from openenv_gym.spaces.free_text import FreeText
 from tests.spaces.models import (
     AtariAction,
     AtariObservation,
@@ -389,14 +389,18 @@ def test_literal_and_enum_models_are_discrete() -> None:
 
 
 def test_string_is_text_with_the_documented_defaults() -> None:
-    obs = observation_codec_for_model(ChessObservation, exclude=["legal_moves"]).space["fen"]
-    assert isinstance(obs, DefaultCharsetText)
+    codec = observation_codec_for_model(ChessObservation, exclude=["legal_moves"])
+    obs = codec.space["fen"]
+    # Free text: any character the server sends; the charset is what sample() draws from.
+    assert isinstance(obs, FreeText)
     assert obs.max_length == DEFAULT_OBSERVATION_TEXT_MAX_LENGTH
     assert obs.min_length == 0
-    assert obs == spaces.Text(
-        DEFAULT_OBSERVATION_TEXT_MAX_LENGTH, min_length=0, charset=DEFAULT_TEXT_CHARSET
-    )
-    assert "DEFAULT_TEXT_CHARSET" in repr(obs)
+    assert obs.character_set == frozenset(DEFAULT_TEXT_CHARSET)
+    assert repr(obs) == f"FreeText(0, {DEFAULT_OBSERVATION_TEXT_MAX_LENGTH})"
+    assert set(obs.sample()) <= obs.character_set
+    decoded = codec.decode({"fen": "日本 é\u0301", "is_check": False, "result": None})
+    assert decoded["fen"] == "日本 é\u0301"
+    assert obs.contains(decoded["fen"])
 
 
 def test_string_length_limits_come_from_the_schema() -> None:

@@ -179,7 +179,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         screen, info = self._env.reset(seed=seed)
         self._state.episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
         self._state.step_count = 0
-        return self._observation(screen, info, None, False)
+        return self._observation(screen, info, 0.0, False)
 
     def step(self, action: AtariAction) -> AtariObservation:
         """Apply ``action.action_id`` for ``frameskip`` frames.
@@ -238,7 +238,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         return {"action_id": random.randrange(self._n_actions)}
 
     def _observation(
-        self, screen: np.ndarray, info: Mapping[str, Any], reward: float | None, done: bool
+        self, screen: np.ndarray, info: Mapping[str, Any], reward: float, done: bool
     ) -> AtariObservation:
         # The screen stays a numpy array: JSON replies list it, binary ones send its bytes.
         return construct_trusted(

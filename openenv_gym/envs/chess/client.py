@@ -98,15 +98,14 @@ class ChessOpenEnvEnv(OpenEnvEnv):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play move index ``action`` (it may be illegal: the server's policy applies).
 
-        A game called a draw after ``max_moves`` half-moves is truncated, not terminated.
+        A game called a draw after ``max_moves`` half-moves is truncated, not terminated
+        (:meth:`~openenv_gym.envs.chess.codec.ChessBoardCodec.truncates`).
 
         Raises:
             ActionOutOfSpaceError: ``action`` is not an integer in ``[0, 4240)``.
         """
         observation, reward, terminated, truncated, info = super().step(action)
         self._board = chess.Board(str(info.get(FEN_FIELD) or chess.STARTING_FEN))
-        if info.get("truncated"):
-            terminated, truncated = False, True
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:  # type: ignore[override]

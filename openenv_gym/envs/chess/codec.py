@@ -7,12 +7,13 @@ codec serves every session of a vector env.
 
 * :class:`ChessMoveCodec`: ``Discrete(4240)`` (see :mod:`openenv_gym.envs.chess.encoding`)
   -> ``{"move": uci}``. A plain index is sent as its from-to squares; a pawn reaching the
-  last rank that way promotes to a queen (the index's meaning) — :class:`ChessOpenEnvEnv`
-  adds the ``q`` from its board, and our server also reads a bare pawn move to the last rank
-  as a queen promotion, which is what a vector env relies on. ``mask(legal_moves)`` is the
-  legal-move mask.
+  last rank that way promotes to a queen (the index's meaning): :class:`ChessOpenEnvEnv`
+  adds the ``q`` from its board, a vector env from each sub-env's last ``legal_moves``
+  (official servers refuse a bare ``e7e8``). ``mask(legal_moves)`` is the legal-move mask.
 * :class:`ChessBoardCodec`: the observation's ``fen`` -> ``Box(0, 1, (8, 8, 18))`` planes;
   every wire field (``fen``, ``legal_moves``, ``is_check``, ``result``) goes to ``info``.
+  Its :meth:`~ChessBoardCodec.truncates` rule tells a draw by the move limit (truncated)
+  from one by the rules (terminated), for the single and the vector env alike.
 
 Example:
     >>> moves = ChessMoveCodec()
@@ -25,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -79,21 +80,32 @@ class ChessMoveCodec(ActionCodec):
             field=MOVE_FIELD,
         )
 
-    def encode(self, action: Any, board: chess.Board | None = None) -> dict[str, Any]:
-        """A move index -> ``{"move": uci}``; with ``board``, a pawn's plain move to the last
-        rank carries its queen promotion."""
+    def encode(
+        self, action: Any, board: chess.Board | None = None, legal: Any = None
+    ) -> dict[str, Any]:
+        """A move index -> ``{"move": uci}``. A pawn's plain move to the last rank carries
+        its queen promotion when ``board`` shows the pawn or ``legal`` (the last
+        ``legal_moves``) lists the move only with ``q`` — official servers refuse it bare."""
         index = self.index(action)
         move = encoding.index_to_move(index, board if board is not None else chess.Board(None))
-        return {MOVE_FIELD: move.uci()}
+        uci = move.uci()
+        bare = move.promotion is None and isinstance(legal, list | tuple) and uci not in legal
+        if bare and f"{uci}q" in legal:
+            uci = f"{uci}q"
+        return {MOVE_FIELD: uci}
 
-    def encode_batch(self, actions: Any, count: int) -> list[dict[str, Any]]:
-        """One wire action per move index of the batch."""
+    def encode_batch(
+        self, actions: Any, count: int, legal: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """One wire action per move index of the batch; ``legal`` (each sub-env's last
+        ``legal_moves``) gives the promotions, as :meth:`encode` does."""
         array = np.asarray(actions)
         if array.shape != (count,):
             raise ActionOutOfSpaceError(
                 f"expected a batch of {count} move indices, got {describe_value(actions)}"
             )
-        return [self.encode(a) for a in array.tolist()]
+        rows = legal if legal is not None and len(legal) == count else [None] * count
+        return [self.encode(a, legal=rows[i]) for i, a in enumerate(array.tolist())]
 
     def mask(self, legal: Any, field: str = LEGAL_FIELD) -> np.ndarray:
         """The ``bool`` mask of the UCI moves in ``legal``."""
@@ -133,6 +145,28 @@ class ChessBoardCodec(ObservationCodec):
         self.inferred = ()
         self.variable = {LEGAL_FIELD: "the legal moves (they change as the game goes on)"}
         self.legal_key: str | None = LEGAL_FIELD
+        self.truncation_rule = True
+
+    def truncates(self, observation: Mapping[str, Any]) -> bool:
+        """Whether a finished game was called off by the server's move limit (truncated).
+
+        Our server says so in ``metadata["truncated"]`` (it always sends
+        ``metadata["agent_color"]``). The official server only answers ``done`` with
+        ``result="1/2-1/2"``: a drawn position with no checkmate, stalemate, insufficient
+        material or fifty-move rule in its FEN ended by the move limit. (A threefold
+        repetition is not visible in a FEN: on the official server it reads as truncated.)
+        """
+        metadata = observation.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        if "truncated" in metadata or "agent_color" in metadata:
+            return bool(metadata.get("truncated"))
+        if observation.get("result") != "1/2-1/2":
+            return False
+        try:
+            board = chess.Board(str(observation.get(FEN_FIELD)))
+        except ValueError:
+            return False
+        return board.outcome(claim_draw=False) is None and not board.is_fifty_moves()
 
     def decode(self, observation: Mapping[str, Any]) -> np.ndarray:
         """The ``(8, 8, 18)`` planes of the observation's ``fen``."""
