@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -92,3 +95,24 @@ def process_running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def raw_websocket_session(url: str) -> socket.socket:
+    """A WebSocket session opened by hand on a plain socket, which the caller then leaves
+    alone: it neither reads nor writes (a stopped or partitioned client)."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock

@@ -8,40 +8,17 @@ and then reads and writes nothing; a live one is our own client, idle between st
 
 from __future__ import annotations
 
-import base64
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from openenv_gym import OpenEnvEnv
 from openenv_gym.client import keepalive
 from openenv_gym.server.heartbeat import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Heartbeat
-from tests.conftest import wait_for
-
-
-def _frozen_session(url: str) -> socket.socket:
-    """A WebSocket session whose client then never reads nor writes (a stopped process)."""
-    parts = urlsplit(url)
-    assert parts.hostname is not None
-    assert parts.port is not None
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        (
-            f"GET /ws HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
-    assert head.startswith(b"HTTP/1.1 101"), head
-    return sock
+from tests.conftest import raw_websocket_session, wait_for
 
 
 def _closed_by_server(sock: socket.socket, timeout: float = 10.0) -> bool:
@@ -58,7 +35,7 @@ def _closed_by_server(sock: socket.socket, timeout: float = 10.0) -> bool:
 
 def test_a_frozen_clients_session_is_freed(start_probe: Callable[..., Any]) -> None:
     url, registry, thread = start_probe(ping_interval=0.2, ping_timeout=0.2)
-    sock = _frozen_session(url)
+    sock = raw_websocket_session(url)
     try:
         assert wait_for(lambda: thread.server.active_sessions == 1)
         # Read nothing yet: the socket buffers the pings, the client answers none.
@@ -73,7 +50,7 @@ def test_a_frozen_clients_session_is_freed(start_probe: Callable[..., Any]) -> N
 
 def test_without_pings_a_frozen_client_keeps_its_session(start_probe: Callable[..., Any]) -> None:
     url, _registry, thread = start_probe(ping_interval=None)
-    sock = _frozen_session(url)
+    sock = raw_websocket_session(url)
     try:
         assert wait_for(lambda: thread.server.active_sessions == 1)
         time.sleep(1.0)

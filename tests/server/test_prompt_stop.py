@@ -9,22 +9,19 @@ a signal waits :data:`~openenv_gym.server.app.PROMPT_STOP_GRACE` for them. Real 
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import pytest
 
+from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server.app import PROMPT_STOP_GRACE
 from openenv_gym.server.connection import CLOSE_TIMEOUT
+from tests.conftest import raw_websocket_session
 
-READY = "OPENENV_GYM_READY "
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -53,31 +50,12 @@ def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        assert line.startswith(READY), line
-        yield str(json.loads(line[len(READY) :])["url"]), process
+        assert line.startswith(READY_PREFIX), line
+        yield str(json.loads(line[len(READY_PREFIX) :])["url"]), process
     finally:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=30)
-
-
-def _session_that_stops_reading(url: str) -> socket.socket:
-    parts = urlsplit(url)
-    assert parts.hostname is not None
-    assert parts.port is not None
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        (
-            f"GET /ws HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
-    assert head.startswith(b"HTTP/1.1 101"), head
-    return sock
 
 
 def test_sigterm_stops_the_server_without_waiting_for_a_peer_that_does_not_read(
@@ -85,7 +63,7 @@ def test_sigterm_stops_the_server_without_waiting_for_a_peer_that_does_not_read(
 ) -> None:
     assert PROMPT_STOP_GRACE < CLOSE_TIMEOUT / 4
     url, process = served
-    sock = _session_that_stops_reading(url)
+    sock = raw_websocket_session(url)
     try:
         process.send_signal(signal.SIGTERM)
         # Before: the server waited CLOSE_TIMEOUT for a close frame that never came.
