@@ -77,7 +77,7 @@ class _Link:
         self._lock = threading.Lock()
 
     def count(self, size: int) -> None:
-        """``size`` more bytes reached the other end."""
+        """``size`` more bytes leave the link for the other end."""
         with self._lock:
             self.delivered += size
 
@@ -126,8 +126,9 @@ class _Direction:
                 wait = due - clock()
                 if wait > 0:
                     time.sleep(wait)
-                self._destination.sendall(chunk)
+                # Counted before the send, so a reader that has the bytes sees them counted.
                 self._link.count(len(chunk))
+                self._destination.sendall(chunk)
             self._destination.shutdown(socket.SHUT_WR)
         except OSError:
             with contextlib.suppress(OSError):
