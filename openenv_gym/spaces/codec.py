@@ -42,6 +42,7 @@ from openenv_gym.spaces.fields import (
 )
 from openenv_gym.spaces.inference import ActionHints, Inference
 from openenv_gym.spaces.membership import coerce
+from openenv_gym.spaces.optional_fields import ObjectCodec
 from openenv_gym.spaces.schema import SchemaMapping, map_action_schema, map_observation_schema
 
 
@@ -229,7 +230,11 @@ class ActionCodec:
             ActionOutOfSpaceError: ``action`` is not an element of :attr:`space`; nothing
                 should be sent.
         """
+        codec = self._codec
         try:
+            if isinstance(codec, ObjectCodec) and self.key is None and isinstance(action, Mapping):
+                # Fields with defaults may be left out, nullable ones given as None.
+                return codec.encode_partial(action, "")
             member = coerce(self.space, action, self.key or "")
         except CodecError as exc:
             raise ActionOutOfSpaceError(

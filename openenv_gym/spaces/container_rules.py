@@ -73,7 +73,7 @@ class ContainerWalker(FieldWalker):
                 schema,
                 also="name optional fields in include=[...]" if self.role == "action" else "",
             )
-        return DictCodec(selected)
+        return self._object_codec(schema, properties, selected, path)
 
     def _keyed_object(
         self, schema: Mapping[str, Any], values: Mapping[str, Any], path: str

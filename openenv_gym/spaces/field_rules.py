@@ -27,6 +27,7 @@ from openenv_gym.spaces.fields import (
     DEFAULT_TEXT_CHARSET,
     BoolCodec,
     DefaultCharsetText,
+    DictCodec,
     DiscreteCodec,
     EnumCodec,
     FieldCodec,
@@ -37,6 +38,7 @@ from openenv_gym.spaces.fields import (
 )
 from openenv_gym.spaces.free_text import FreeText
 from openenv_gym.spaces.inference import ActionHints, Inference, legal_integers
+from openenv_gym.spaces.optional_fields import ObjectCodec, presence_key
 from openenv_gym.spaces.problems import Role
 from openenv_gym.spaces.schema_keywords import (
     dedupe_values,
@@ -176,6 +178,33 @@ class FieldWalker:
             if codec is not None:
                 selected.append((key, codec))
         return selected
+
+    def _object_codec(
+        self,
+        schema: Mapping[str, Any],
+        properties: Mapping[str, Any],
+        selected: list[tuple[str, FieldCodec]],
+        path: str,
+    ) -> DictCodec:
+        """The codec of an object's selected fields: an :class:`ObjectCodec` when a field is
+        nullable or (actions) has a default, see :mod:`openenv_gym.spaces.optional_fields`."""
+        required = set(schema.get("required") or ())
+        optional = {key for key, _ in selected if key not in required}
+        nullable = [key for key, codec in selected if isinstance(codec, OptionalCodec)]
+        for key in nullable:
+            flag = presence_key(key)
+            if flag in properties:
+                sub = join_path(path, key)
+                raise UnmappableFieldError(
+                    sub,
+                    f"the field is nullable and its presence flag {flag!r} would take the name "
+                    "of another field",
+                    properties[key],
+                    example="gymnasium.spaces.Discrete(n)",
+                )
+        if nullable or (self.role == "action" and optional):
+            return ObjectCodec(selected, optional=optional)
+        return DictCodec(selected)
 
     def _guarded(self, schema: Any, path: str) -> FieldCodec | None:
         try:

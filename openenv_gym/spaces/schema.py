@@ -72,7 +72,7 @@ from openenv_gym.spaces.container_rules import ContainerWalker
 from openenv_gym.spaces.field_rules import (
     UnmappableFieldError,
 )
-from openenv_gym.spaces.fields import DictCodec, FieldCodec
+from openenv_gym.spaces.fields import FieldCodec, OptionalCodec
 from openenv_gym.spaces.inference import ActionHints, Inference
 from openenv_gym.spaces.problems import (
     CODEC_KEYWORDS,
@@ -233,8 +233,15 @@ class _Walker(ContainerWalker):
             )
         if self.role == "action" and len(selected) == 1:
             key, codec = selected[0]
-            return self._mapping(codec, key, None)
-        return self._mapping(DictCodec(selected), None, truncated)
+            if not isinstance(codec, OptionalCodec):
+                return self._mapping(codec, key, None)
+        try:
+            codec = self._object_codec(root, properties, selected, "")
+        except UnmappableFieldError as error:
+            self.errors.append(error)
+            self._finish()
+            raise  # pragma: no cover - _finish raised
+        return self._mapping(codec, None, truncated)
 
     def _mapping(self, codec: FieldCodec, key: str | None, truncated: str | None) -> SchemaMapping:
         return SchemaMapping(

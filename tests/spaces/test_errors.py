@@ -78,7 +78,7 @@ def test_official_atari_observation_lists_every_variable_array() -> None:
 
 def test_official_chess_observation_leaves_legal_moves_to_info() -> None:
     codec = observation_codec_for_model(ChessObservation)
-    assert list(codec.space.spaces) == ["fen", "is_check", "result"]
+    assert list(codec.space.spaces) == ["fen", "is_check", "result", "result_present"]
     wire = {"fen": "8/8/8/8/8/8/8/8 w - - 0 1", "legal_moves": ["e2e4"], "is_check": False}
     assert codec.extras(wire) == {"legal_moves": ["e2e4"]}
 

@@ -93,7 +93,7 @@ def test_official_chess_action_is_a_text_space() -> None:
 
 def test_official_chess_observation_without_the_variable_list() -> None:
     codec = observation_codec_for_model(ChessObservation, exclude=["legal_moves"])
-    assert list(codec.space.spaces) == ["fen", "is_check", "result"]
+    assert list(codec.space.spaces) == ["fen", "is_check", "result", "result_present"]
     assert codec.space["is_check"] == spaces.Discrete(2)
     assert isinstance(codec.space["result"], spaces.Text)
 
@@ -194,7 +194,9 @@ def test_observation_field_order_is_the_server_order_not_sorted() -> None:
         for k in RichObservation.model_json_schema()["properties"]
         if k not in ("reward", "done", "metadata")
     ]
-    assert list(codec.space.spaces) == expected
+    # A nullable field's presence flag follows it (docs/spaces.md, optional fields).
+    flags = {"maybe_present", "note_present"}
+    assert [k for k in codec.space.spaces if k not in flags] == expected
     assert expected[0] == "zeta"
     assert expected[-1] == "alpha"
 
@@ -548,7 +550,7 @@ def test_deeply_nested_and_optional_models() -> None:
         mid: Mid
 
     mid = observation_codec_for_model(Obs).space["mid"]
-    assert list(mid.spaces) == ["leaf", "maybe_leaf"]
+    assert list(mid.spaces) == ["leaf", "maybe_leaf", "maybe_leaf_present"]
     assert list(mid["leaf"].spaces) == ["z", "a"]
     assert mid["maybe_leaf"] == mid["leaf"]
 
@@ -587,7 +589,7 @@ def test_top_level_schema_can_be_a_reference() -> None:
 
 def test_excluding_fields_that_are_never_in_the_space_is_harmless() -> None:
     codec = observation_codec_for_model(ChessObservation, exclude=["legal_moves", "metadata"])
-    assert list(codec.space.spaces) == ["fen", "is_check", "result"]
+    assert list(codec.space.spaces) == ["fen", "is_check", "result", "result_present"]
     assert action_codec_for_model(ChessAction, include=["metadata"]).space.max_length > 0
 
 
