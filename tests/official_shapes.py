@@ -19,6 +19,11 @@ Our own models, shaped like the official catalog's:
   ``int`` speed, ``valid_actions: list[str]`` naming the enum values that may be played.
 * :class:`UnmappableEnvironment`: an action union ``int | str`` and an observation ``Any``,
   nothing a space fits.
+* :class:`NullableEnvironment` (repl_env / OpenSpiel): an action whose fields all have
+  defaults, ``final_answer: Optional[str] = None`` among them, plus ``Optional[float]`` and a
+  bounded ``Optional[int]``; an observation with OpenSpiel's
+  ``opponent_last_action: Optional[int] = None``, and the action echoed back with the names
+  of the fields that arrived (``sent``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from openenv.core.env_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
@@ -320,6 +325,58 @@ class UnmappableEnvironment(Environment):
         return self._state
 
 
+class NullableAction(Action):
+    code: str = ""
+    is_final: bool = False
+    final_answer: Optional[str] = None  # noqa: UP045 - the exact shape of repl_env's model
+    weight: Optional[float] = None  # noqa: UP045
+    count: Optional[int] = Field(default=None, ge=0, le=9)  # noqa: UP045
+
+
+class NullableObservation(Observation):
+    opponent_last_action: Optional[int] = None  # noqa: UP045 - OpenSpiel's exact shape
+    final_answer: Optional[str] = None  # noqa: UP045
+    weight: Optional[float] = None  # noqa: UP045
+    count: Optional[int] = None  # noqa: UP045
+    code: str = ""
+    sent: str = ""
+
+
+class NullableEnvironment(Environment):
+    """Echoes each action (``sent``: the fields that arrived, comma-separated); the
+    opponent's last action is ``None`` at reset and then the step's ``count``."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State(step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> NullableObservation:
+        self._state = State(episode_id=episode_id, step_count=0)
+        return NullableObservation()
+
+    def step(self, action: NullableAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        self._state.step_count += 1
+        sent = sorted(action.model_fields_set - {"metadata"})
+        return NullableObservation(
+            opponent_last_action=action.count,
+            final_answer=action.final_answer,
+            weight=action.weight,
+            count=action.count,
+            code=action.code,
+            sent=",".join(sent),
+            reward=1.0 if action.is_final else 0.0,
+            done=action.is_final or self._state.step_count >= 20,
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 class DeclaredColumnsState(State):
     num_actions: int = COLUMNS
 
@@ -346,6 +403,7 @@ ENVIRONMENTS: dict[str, tuple[Any, type[Action], type[Observation], type[State]]
     "shout": (ShoutEnvironment, ChatAction, ChatObservation, State),
     "unseeded": (UnseededEnvironment, ChatAction, ChatObservation, State),
     "unmappable": (UnmappableEnvironment, UnmappableAction, UnmappableObservation, State),
+    "nullable": (NullableEnvironment, NullableAction, NullableObservation, State),
 }
 
 
