@@ -14,7 +14,8 @@ Null handling (``Optional[X]`` fields, :class:`OptionalCodec`): a JSON ``null`` 
 Discrete (index 0 for enums and ``False`` for booleans), ``start`` for MultiDiscrete, zeros for
 MultiBinary, ``""`` for Text (when ``min_length > 0``: that many spaces, or of the charset's
 first character if it has no space), and the neutral element of every member for Dict and
-Tuple. Encoding never produces ``null``.
+Tuple. Encoding never produces ``null`` here; in an object, the field's presence flag says
+whether it was ``null`` (:mod:`openenv_gym.spaces.optional_fields`).
 
 Example:
     >>> from gymnasium import spaces

@@ -8,8 +8,10 @@ they are tried for each field (dotted path ``"board.cells"`` for nested fields):
 2. ``"x-space"`` in the field's schema: exactly that space (:func:`space_from_json`).
 3. ``$ref`` is followed (siblings such as ``default`` kept), ``allOf`` of one schema is unwrapped.
 4. ``anyOf``/``oneOf``/``type: [..]`` with ``null``: ``Optional[X]`` -> X's space; ``null``
-   decodes to X's neutral element (see :mod:`openenv_gym.spaces.fields`). Unions whose members
-   are all ``const``/``enum`` become one enum. Other unions cannot be mapped.
+   decodes to X's neutral element (see :mod:`openenv_gym.spaces.fields`), and a field of an
+   object gets a ``<field>_present`` ``Discrete(2)`` flag beside it (see
+   :mod:`openenv_gym.spaces.optional_fields`). Unions whose members are all
+   ``const``/``enum`` become one enum. Other unions cannot be mapped.
 5. ``enum`` / ``const`` -> ``Discrete(len)`` with a value table.
 6. ``boolean`` -> ``Discrete(2)``.
 7. ``integer`` with both bounds (``minimum``/``maximum``/``exclusive*``) ->
@@ -28,8 +30,9 @@ they are tried for each field (dotted path ``"board.cells"`` for nested fields):
     ``MultiBinary``. Fixed-length arrays of anything else -> ``Tuple``.
 11. ``object`` with ``properties`` / ``$ref`` to a model -> ``Dict`` of its fields, in schema
     order. Observations take every field; actions take the required fields plus those named
-    in ``include`` (or given a ``field_spaces`` entry); optional fields are filled in by the
-    server's defaults.
+    in ``include`` (or given a ``field_spaces`` entry), or every field when all have
+    defaults; optional fields are filled in by the server's defaults, and an action dict may
+    leave out those in the space (:mod:`openenv_gym.spaces.optional_fields`).
 12. Anything else (``dict[str, X]``, ``Any``, variable-length arrays, mixed unions) raises
     :class:`~openenv_gym.errors.SpaceMappingError` naming the dotted field, showing the schema
     fragment, and saying how to pass an explicit space.
