@@ -434,12 +434,16 @@ def test_the_call_the_disagreement_suggests_works(control_url: str) -> None:
     message = str(info.value)
     # 'observations' is the only field: excluding it would leave no space, so not offered.
     assert "observation_exclude" not in message
-    assert "observation_field_shapes={'observations.position': ...}" in message
-    # The dotted pin, given the shape the grown observations have.
-    pinned = _make(control_url, observation_field_shapes={"observations.position": (4,)})
+    # The dotted pins of the whole dict, position at the shape the grown observation has.
+    suggested = (
+        "observation_field_shapes={'observations.position': (4,), 'observations.velocity': (2,)}"
+    )
+    assert message.endswith(suggested)
+    pinned = _make(control_url, **eval(f"dict({suggested})"))
     try:
         obs, _ = pinned.reset(options={"grow": True})
         assert obs["observations"]["position"].shape == (4,)
+        assert obs["observations"]["velocity"].shape == (2,)
         assert pinned.observation_space.contains(obs)
     finally:
         pinned.close()

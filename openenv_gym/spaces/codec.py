@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -40,7 +41,7 @@ from openenv_gym.spaces.fields import (
     NumericArrayCodec,
     OptionalCodec,
 )
-from openenv_gym.spaces.inference import ActionHints, Inference
+from openenv_gym.spaces.inference import MISSING, ActionHints, Inference, numeric_shape, sample_at
 from openenv_gym.spaces.membership import coerce
 from openenv_gym.spaces.optional_fields import ObjectCodec
 from openenv_gym.spaces.schema import SchemaMapping, map_action_schema, map_observation_schema
@@ -80,6 +81,7 @@ class ObservationCodec:
         self.truncated_key: str | None = mapping.truncated_key
         self.terminated_key: str | None = mapping.terminated_key
         self.inferred: tuple[Inference, ...] = mapping.inferred
+        self._pinned_shapes: Mapping[str, tuple[int, ...]] = mapping.pinned_shapes
         self.variable: Mapping[str, str] = mapping.variable
         self.legal_key: str | None = mapping.legal_key
 
@@ -105,7 +107,7 @@ class ObservationCodec:
                 )
             return self._codec.decode(observation[self.key], self.key)
         except CodecError as exc:
-            raise self._mismatch(exc) from exc
+            raise self._mismatch(exc, observation) from exc
 
     def decode_batch(self, fields: Mapping[str, Any], count: int) -> np.ndarray | list[Any]:
         """``count`` observations whose fields come stacked (a batch reply: each field an
@@ -131,27 +133,48 @@ class ObservationCodec:
             self.decode({name: column[k] for name, column in fields.items()}) for k in range(count)
         ]
 
-    def _mismatch(self, exc: CodecError) -> ObservationMismatchError:
+    def _mismatch(
+        self, exc: CodecError, observation: Mapping[str, Any] | None = None
+    ) -> ObservationMismatchError:
         return ObservationMismatchError(
             f"the server's observation does not fit the observation space: {exc}. "
-            + self._advice(exc.field),
+            + self._advice(exc.field, observation),
             field=exc.field,
         )
 
-    def _advice(self, path: str) -> str:
-        """How to get past a field that does not fit (env keyword names)."""
+    def _advice(self, path: str, observation: Mapping[str, Any] | None = None) -> str:
+        """How to get past a field that does not fit (env keyword names): for an array, the
+        ``observation_field_shapes`` keyword that holds this observation, with every other
+        shape pin (given or taken from the data) it must come with, ready to pass."""
         top = path.split("[", 1)[0]
-        for inference in self.inferred:
-            if top == inference.path or top.startswith(inference.path + "."):
-                return (
-                    f"Its space was taken from {inference.source} ({inference.value}); "
-                    "the field changes shape between observations. Pin it: "
-                    f"observation_{inference.option}={{{inference.path!r}: ...}} with a space "
-                    "that holds every observation" + self._exclude_advice(inference.path)
-                )
-        name = top or "<field>"
+        inference = next(
+            (i for i in self.inferred if top == i.path or top.startswith(i.path + ".")), None
+        )
+        target = inference.path if inference is not None else top
+        value = sample_at(observation, target) if observation is not None else MISSING
+        shape = numeric_shape(value) if value is not MISSING else None
+        if inference is not None:
+            head = (
+                f"Its space was taken from {inference.source} ({inference.value}); the field "
+                "changes shape between observations"
+            )
+        elif shape is not None:
+            head = "The field's shape is not its space's"
+        else:
+            head = "If the server's schema is imprecise, pin the field"
+        if shape is not None and (inference is None or inference.option == "field_shapes"):
+            pins = dict(self._pinned_shapes)
+            for other in self.inferred:
+                if other.option == "field_shapes":
+                    pins[other.path] = tuple(ast.literal_eval(other.value))
+            pins[target] = shape
+            return (
+                f"{head}. Pin the shape this observation has: observation_field_shapes={pins!r}"
+                + self._exclude_advice(target)
+            )
+        name = target or "<field>"
         return (
-            "If the server's schema is imprecise, pass an explicit space for the field: "
+            f"{head}: pass an explicit space that holds every observation: "
             f"observation_field_spaces={{{name!r}: space}}" + self._exclude_advice(name)
         )
 

@@ -119,6 +119,8 @@ class SchemaMapping:
         inferred: The spaces taken from the data (see :mod:`openenv_gym.spaces.inference`).
         variable: Observation fields without a fixed shape, left to ``info``: path -> why.
         legal_key: The observation field listing the legal actions, if any.
+        pinned_shapes: The ``field_shapes`` the caller gave (path -> shape), for advice
+            that names every pin a new one must come with.
     """
 
     codec: FieldCodec
@@ -128,6 +130,7 @@ class SchemaMapping:
     inferred: tuple[Inference, ...] = ()
     variable: Mapping[str, str] = field(default_factory=dict)
     legal_key: str | None = None
+    pinned_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def map_observation_schema(
@@ -255,6 +258,9 @@ class _Walker(ContainerWalker):
             inferred=tuple(self.inferred),
             variable=dict(self.variable),
             legal_key=self.legal_key,
+            pinned_shapes={
+                path: tuple(int(n) for n in shape) for path, shape in self.field_shapes.items()
+            },
         )
 
     def _top_key(
