@@ -7,6 +7,10 @@ gymnasium's check_env with its defaults (render modes included). It prints a rep
 to be pasted into an issue, ending with the ``gym.make(...)`` call that works (the options
 given plus the pins of the shapes taken from the data), and exits with 1 when a check fails
 (0 when all pass); --json prints the same as one JSON object; --debug adds tracebacks.
+``--episodes K`` (default 5, 0 for none) then surveys K short random episodes on a session
+of its own and lists the values each field held, labelled as observed (ranges, shapes,
+lengths, how often ``None``, the legal actions): a sample to choose a pin from, never made
+into a space (:mod:`openenv_gym.cli.survey`).
 A server started with a token needs --token (or OPENENV_TOKEN).
 
 The mapping options are those of ``gym.make("openenv/Remote-v0", ...)``:
@@ -43,12 +47,18 @@ from typing import Any, Final, TextIO
 
 from gymnasium import spaces
 
-from openenv_gym.argument_types import positive_int
+from openenv_gym.argument_types import int_argument, positive_int
 from openenv_gym.cli.command import Command, UsageError, description_from_docstring
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: Episodes ``--episodes`` surveys unless told (short ones: see :mod:`openenv_gym.cli.survey`).
+DEFAULT_SURVEY_EPISODES: Final = 5
+#: ``--episodes K``: ``0..100``.
+survey_episodes = int_argument(
+    "a number of episodes", minimum=0, maximum=100, bound="a number of episodes in 0..100"
+)
 #: The URL schemes a server address may have (ws/wss: the WebSocket address of the same server).
 URL_SCHEMES: Final = ("http://", "https://", "ws://", "wss://")
 #: The Gymnasium id to use for a server whose schema is one of our game schemas (the official
@@ -162,8 +172,13 @@ class Checker:
         timeout: float,
         debug: bool,
         mapping: dict[str, Any] | None = None,
+        episodes: int = 0,
     ) -> None:
         self.url = url.rstrip("/")
+        self.episodes = episodes
+        self.schema_body: dict[str, Any] = {}
+        #: ``--episodes``: the survey's (summary, details), reported apart from the checks.
+        self.survey_report: tuple[str, list[str]] | None = None
         self.mapping = {k: v for k, v in (mapping or {}).items() if v}
         self.make_call: str | None = None
         self.token = token
@@ -207,6 +222,7 @@ class Checker:
         from openenv_gym.client import fetch_schema
 
         schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
+        self.schema_body = schema
         game = game_env_id(schema)
         if game is not None and not self.mapping:  # the mapping options are Remote-v0's
             self.env_id = game
@@ -333,10 +349,28 @@ class Checker:
         details = [f"warning: {_ANSI.sub('', str(w.message)).splitlines()[0]}" for w in caught]
         return f"passed ({len(caught)} warning(s))", details
 
+    def survey(self) -> tuple[str, list[str]]:
+        """``--episodes K``: what the server sent over K short episodes, as observed (its
+        own session, opened after the env's is closed: one-session servers take it)."""
+        from openenv_gym.cli.survey import survey_server
+
+        mapped = any(r.name == "spaces" and r.ok for r in self.results)
+        return survey_server(
+            self.url,
+            self.schema_body,
+            self.env if mapped else None,
+            episodes=self.episodes,
+            seed=self.seed,
+            timeout=self.timeout,
+            token=self.token,
+        )
+
     def run_all(self) -> bool:
         """Run every check (later ones only when they can); return whether all passed."""
+        schema_ok = False
         try:
             if self._run("health", self.health) and self._run("schema", self.schema):
+                schema_ok = True
                 self._run("metadata", self.metadata)
                 if self._run("spaces", self.spaces):
                     self._run("episode", self.episode)
@@ -344,6 +378,12 @@ class Checker:
         finally:
             if self.env is not None:
                 self.env.close()
+        if schema_ok and self.episodes:
+            try:
+                self.survey_report = self.survey()
+            except Exception as exc:  # the survey informs; it never fails the check
+                lines = str(exc).splitlines()
+                self.survey_report = (f"not run: {type(exc).__name__}: {lines[0]}", [])
         return all(result.ok for result in self.results)
 
     def report(self, out: TextIO) -> None:
@@ -357,6 +397,11 @@ class Checker:
         for finding in self.findings:
             out.write(f"[server] {finding.name:<10} {finding.summary}\n")
             for line in finding.details:
+                out.write(f"         {line}\n")
+        if self.survey_report is not None:
+            summary, details = self.survey_report
+            out.write(f"[survey] {summary}\n")
+            for line in details:
                 out.write(f"         {line}\n")
         failed = [r.name for r in self.results if not r.ok]
         verdict = f"FAIL ({', '.join(failed)})" if failed else "PASS"
@@ -381,6 +426,11 @@ class Checker:
             "server_findings": [
                 {"name": f.name, "summary": f.summary, "details": f.details} for f in self.findings
             ],
+            "survey": (
+                None
+                if self.survey_report is None
+                else {"summary": self.survey_report[0], "details": self.survey_report[1]}
+            ),
             "make_call": self.make_call,
             "inferred": [
                 {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
@@ -458,6 +508,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="reset seed and action sampling seed (default: 0)"
     )
+    parser.add_argument(
+        "--episodes",
+        type=survey_episodes,
+        default=DEFAULT_SURVEY_EPISODES,
+        metavar="K",
+        help="survey K short random episodes and report the values observed (never made "
+        f"into a space; 0: no survey; default: {DEFAULT_SURVEY_EPISODES})",
+    )
     mapping = parser.add_argument_group(
         "mapping options (those of gym.make('openenv/Remote-v0', ...); each may be repeated)"
     )
@@ -515,6 +573,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         timeout=args.timeout,
         debug=bool(getattr(args, "debug", False)),
+        episodes=args.episodes,
         mapping={
             "observation_exclude": list(args.observation_exclude),
             "action_include": list(args.action_include),
