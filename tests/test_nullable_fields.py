@@ -90,6 +90,9 @@ def test_an_action_field_given_none_sends_null(env: gym.Env[Any, Any]) -> None:
     obs, *_ = env.step({"final_answer": "ignored", "final_answer_present": 0})
     assert obs["sent"] == "final_answer"
     assert obs["final_answer_present"] == 0
+    obs, *_ = env.step({"weight_present": 0})  # the flag alone says None too
+    assert obs["sent"] == "weight"
+    assert obs["weight_present"] == 0
 
 
 def test_an_action_field_given_a_value_sends_it(env: gym.Env[Any, Any]) -> None:
@@ -129,6 +132,7 @@ def test_a_sampled_action_sends_every_field_and_honours_its_flags(
         ({"code": None}, "not nullable"),
         ({"final_answer": None, "final_answer_present": 1}, "final_answer_present=1"),
         ({"count": 12}, "count"),
+        ({"count_present": 1}, "count_present=1 but no value"),
         ({"answer": "42"}, "unknown action fields ['answer']"),
     ],
 )

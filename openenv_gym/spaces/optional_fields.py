@@ -154,6 +154,13 @@ class ObjectCodec(DictCodec):
             if isinstance(codec, PresenceCodec):
                 continue
             flag = self.flags.get(key)
+            if key not in action and flag is not None and flag in action:
+                action = {**action, key: None if not int(action[flag]) else _MISSING_VALUE}
+            if action.get(key) is _MISSING_VALUE:
+                raise CodecError(
+                    f"field {_join(path, key)!r}: {flag}=1 but no value; give one, or {flag}=0",
+                    field=_join(path, key),
+                )
             if key not in action:
                 if key in self.optional:
                     filled[key] = codec.neutral()
@@ -200,6 +207,10 @@ class ObjectCodec(DictCodec):
         member = coerce(self.space, filled, path)
         wire = self.encode(member, path)
         return {key: wire[key] for key in sent}
+
+
+#: Stands for "the flag says present, the value is missing" in :meth:`ObjectCodec.encode_partial`.
+_MISSING_VALUE: Final = object()
 
 
 def _join(parent: str, key: str) -> str:
