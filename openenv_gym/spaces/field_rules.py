@@ -67,7 +67,8 @@ class UnmappableFieldError(Exception):
     """Internal: one field could not be mapped (collected, then raised as one error).
 
     ``example`` is a space expression for the advice (``field_spaces={path: example}``);
-    ``also`` is one more way out, appended to the advice.
+    ``also`` is one more way out, appended to the advice; ``space_fix=False`` when no
+    explicit space would help (only leaving the field out does).
     """
 
     def __init__(
@@ -80,8 +81,10 @@ class UnmappableFieldError(Exception):
         also: str = "",
         shape_fix: bool = False,
         needs_data: bool = False,
+        space_fix: bool = True,
     ) -> None:
         super().__init__(reason)
+        self.space_fix = space_fix
         self.path = path
         self.reason = reason
         self.fragment = fragment
@@ -191,16 +194,16 @@ class FieldWalker:
         required = set(schema.get("required") or ())
         optional = {key for key, _ in selected if key not in required}
         nullable = [key for key, codec in selected if isinstance(codec, OptionalCodec)]
+        taken = {key for key, _ in selected}
         for key in nullable:
             flag = presence_key(key)
-            if flag in properties:
-                sub = join_path(path, key)
+            if flag in taken:
                 raise UnmappableFieldError(
-                    sub,
-                    f"the field is nullable and its presence flag {flag!r} would take the name "
-                    "of another field",
-                    properties[key],
-                    example="gymnasium.spaces.Discrete(n)",
+                    join_path(path, flag),
+                    f"the field {key!r} is nullable and its presence flag would take the name of "
+                    "this field (leave one of the two out)",
+                    properties[flag],
+                    space_fix=False,
                 )
         if nullable or (self.role == "action" and optional):
             return ObjectCodec(selected, optional=optional)

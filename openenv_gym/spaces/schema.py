@@ -324,12 +324,13 @@ class _Walker(ContainerWalker):
             fixes.append(("field_shapes", "(n,)"))
         if self.role == "observation":
             fixes.append(("exclude", ""))  # works as pasted: the field goes to info
-        example = error.example or "gymnasium.spaces.Box(low, high, shape, dtype)"
-        fixes.append(("field_spaces", example))
+        if error.space_fix:
+            example = error.example or "gymnasium.spaces.Box(low, high, shape, dtype)"
+            fixes.append(("field_spaces", example))
         reason = error.reason
         if error.also:
             reason += f" (or {error.also})"
-        if error.path:
+        if error.path and error.space_fix:
             reason += (
                 f"; or the server can publish '{X_SPACE}' for the field "
                 "(openenv_gym.spaces.space_to_json(space))"

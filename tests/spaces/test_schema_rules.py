@@ -12,6 +12,7 @@ from gymnasium import spaces
 from openenv.core.env_server.types import Action, Observation
 from pydantic import BaseModel, ConfigDict, Field
 
+from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces import (
     DEFAULT_ACTION_TEXT_MAX_LENGTH,
     DEFAULT_OBSERVATION_TEXT_MAX_LENGTH,
@@ -600,3 +601,18 @@ def test_excluding_other_fields_next_to_an_observation_key() -> None:
         debug: dict[str, int] = {}
 
     assert observation_codec_for_model(Obs, exclude=["debug"]).space == spaces.Discrete(4)
+
+
+def test_a_field_named_like_a_presence_flag_is_refused_until_excluded() -> None:
+    class Obs(Observation):
+        last: int | None = None
+        last_present: bool = False
+
+    with pytest.raises(SpaceMappingError) as info:
+        observation_codec_for_model(Obs)
+    assert info.value.field == "last_present"
+    assert "Fix: exclude=['last_present']\n" in str(info.value) + "\n"  # and only that
+    assert "field_spaces" not in str(info.value)
+    codec = observation_codec_for_model(Obs, exclude=["last_present"])
+    assert list(codec.space.spaces) == ["last", "last_present"]
+    assert codec.decode({"last": None, "last_present": True})["last_present"] == 0
