@@ -152,3 +152,20 @@ def test_gymnasium_check_env_passes(nullable_url: str) -> None:
         check_env(env.unwrapped)
     finally:
         env.close()
+
+
+def test_a_vector_env_sends_and_reads_the_flags_as_the_single_env(nullable_url: str) -> None:
+    envs = gym.make_vec("openenv/Remote-v0", num_envs=2, base_url=nullable_url)
+    try:
+        obs, _ = envs.reset(seed=0)
+        np.testing.assert_array_equal(obs["opponent_last_action_present"], [0, 0])
+        actions = envs.action_space.sample()
+        actions["is_final"][:] = 0
+        actions["count_present"][:] = [1, 0]
+        obs, *_ = envs.step(actions)
+        np.testing.assert_array_equal(obs["opponent_last_action_present"], [1, 0])
+        np.testing.assert_array_equal(obs["count_present"], [1, 0])
+        assert obs["count"][0] == actions["count"][0]
+        assert envs.observation_space.contains(obs)
+    finally:
+        envs.close()
