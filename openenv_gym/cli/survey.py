@@ -40,7 +40,7 @@ from openenv_gym.wire.messages import reset_message, step_message
 
 #: Steps per survey episode at most (short episodes: the survey samples, it does not train).
 SURVEY_MAX_STEPS: Final = 100
-#: Seconds the whole survey may take; it stops after the episode running at that time.
+#: Seconds the whole survey may take; it stops at the first step after that.
 SURVEY_TIME_BUDGET: Final = 30.0
 
 
@@ -141,6 +141,8 @@ class SurveyResult:
     finished: int = 0
     refused: list[str] = field(default_factory=list)
     acted: str = "nothing (resets only)"
+    stopped: bool = False  # the time budget ran out
+    budget: float = SURVEY_TIME_BUDGET
     survey: Survey = field(default_factory=Survey)
 
 
@@ -164,13 +166,14 @@ def run_survey(
     Raises:
         OpenEnvGymError: The session cannot be opened or a reset fails.
     """
-    result = SurveyResult()
+    result = SurveyResult(budget=budget)
     rng = random.Random(seed)
     started = time.monotonic()
     session = SyncSession.connect(url, options)
     try:
         for episode in range(episodes):
             if episode and time.monotonic() - started > budget:
+                result.stopped = True
                 break
             reply = session.request_observation(reset_message(seed=seed + episode))
             result.episodes += 1
@@ -178,6 +181,9 @@ def run_survey(
             for _ in range(max_steps):
                 if reply.done:
                     result.finished += 1
+                    break
+                if time.monotonic() - started > budget:
+                    result.stopped = True
                     break
                 action = _action(reply.observation, action_field, sample_action, rng, result)
                 if action is None:
@@ -221,8 +227,8 @@ def describe_result(result: SurveyResult, episodes: int) -> tuple[str, list[str]
         f"observed, not declared: {result.episodes} episode(s) of at most {SURVEY_MAX_STEPS} "
         f"steps, {result.steps} steps, {result.finished} finished"
     )
-    if result.episodes < episodes:
-        summary += f" (stopped after {SURVEY_TIME_BUDGET:g} s)"
+    if result.stopped:
+        summary += f" (stopped: the survey's {result.budget:g} s were up)"
     details = [f"actions: {result.acted}"]
     details += [f"observed: {line}" for line in result.survey.lines()]
     if result.refused:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from openenv_gym.cli import main
+from openenv_gym.cli.survey import describe_result, run_survey
+from openenv_gym.client import ConnectOptions
 from tests.official_shapes import serve_shape
 
 
@@ -88,3 +90,19 @@ def test_a_bad_episode_count_is_a_usage_error(
 ) -> None:
     assert main(["check", nullable_url, "--episodes", bad]) == 2
     assert "--episodes" in capsys.readouterr().err
+
+
+def test_the_survey_stops_when_its_time_is_up(nullable_url: str) -> None:
+    result = run_survey(
+        nullable_url,
+        episodes=5,
+        seed=0,
+        options=ConnectOptions(encoding="json"),
+        action_field=None,
+        sample_action=lambda: {"count": 1},
+        budget=0.0,
+    )
+    assert (result.episodes, result.steps, result.stopped) == (1, 0, True)
+    summary, details = describe_result(result, 5)
+    assert summary.endswith("(stopped: the survey's 0 s were up)")
+    assert "observed: 'opponent_last_action': None in 1 of 1" in details
