@@ -7,7 +7,9 @@ CartPole-v1 steps against two ``openenv-gym serve`` processes (``--workers 1``) 
 only in ``--busy-poll-us``: the default, and ``0`` (never spin). The two are measured in
 interleaved pairs (``--pairs``, each ``--seconds`` long, the order alternating), so a change
 in the machine's load hits both. The ratio ``default / 0`` of each pair is reported, with the
-median: above 1, busy-polling pays; below 1, it costs.
+median: above 1, busy-polling pays; below 1, it costs. The servers' CPU time per env step
+(``/proc/PID/stat``, summed over the pairs) shows what spinning burns, which wall-clock
+ratios on a loaded machine hide.
 
 ``--server-tree LABEL=PATH`` (repeatable) runs the servers from another source tree
 (``PYTHONPATH=PATH``), e.g. the commit before a change, extracted with
@@ -68,6 +70,12 @@ class Server:
     def label(self) -> str:
         return "default" if self.busy_poll_us is None else f"{self.busy_poll_us} us"
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far (``/proc/PID/stat``)."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(30)
@@ -82,25 +90,38 @@ class Row:
     mode: str
     on: list[float] = field(default_factory=list)
     off: list[float] = field(default_factory=list)
+    #: Server CPU seconds and env steps of every measurement, default and off.
+    cpu_on: list[tuple[float, int]] = field(default_factory=list)
+    cpu_off: list[tuple[float, int]] = field(default_factory=list)
 
     @property
     def ratios(self) -> list[float]:
         return [a / b for a, b in zip(self.on, self.off, strict=True)]
 
 
-def steps_per_second(env: OpenEnvVectorEnv, seconds: float) -> float:
-    """Env steps per second (sub-env steps) over ``seconds`` of stepping ``env``."""
+def cpu_per_step_us(samples: Sequence[tuple[float, int]]) -> float:
+    """Server CPU µs per env step over all ``samples``."""
+    return sum(cpu for cpu, _ in samples) / max(1, sum(n for _, n in samples)) * 1e6
+
+
+def steps_per_second(
+    env: OpenEnvVectorEnv, seconds: float, server: Server
+) -> tuple[float, tuple[float, int]]:
+    """Env steps per second (sub-env steps) over ``seconds`` of stepping ``env``, and the
+    server's CPU seconds and env steps over the same time."""
     actions = np.zeros(env.num_envs, dtype=np.int64)
     end = time.perf_counter() + WARM_UP
     while time.perf_counter() < end:
         env.step(actions)
     steps = 0
+    cpu = server.cpu_seconds()
     start = time.perf_counter()
     end = start + seconds
     while (now := time.perf_counter()) < end:
         env.step(actions)
         steps += 1
-    return steps * env.num_envs / (now - start)
+    cpu = server.cpu_seconds() - cpu
+    return steps * env.num_envs / (now - start), (cpu, steps * env.num_envs)
 
 
 def load() -> str:
@@ -136,9 +157,14 @@ def run(
                     for round_ in range(pairs):
                         order = servers if round_ % 2 == 0 else servers[::-1]
                         for server in order:
-                            rate = steps_per_second(envs[id(server)], seconds)
+                            rate, cpu = steps_per_second(envs[id(server)], seconds, server)
                             row = by_tree[server.tree]
-                            (row.on if server.busy_poll_us is None else row.off).append(rate)
+                            if server.busy_poll_us is None:
+                                row.on.append(rate)
+                                row.cpu_on.append(cpu)
+                            else:
+                                row.off.append(rate)
+                                row.cpu_off.append(cpu)
                     for row in by_tree.values():
                         print(
                             f"{row.tree} N={count} {mode}: ratios "
@@ -159,14 +185,15 @@ def run(
 def table(rows: Sequence[Row]) -> str:
     lines = [
         "| server | sessions | mode | steps/s default | steps/s `--busy-poll-us 0` "
-        "| ratio (median) | ratios |",
-        "|---|---:|---|---:|---:|---:|---|",
+        "| ratio (median) | ratios | server CPU µs/step default | `0` |",
+        "|---|---:|---|---:|---:|---:|---|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row.tree} | {row.sessions} | {row.mode} | {statistics.median(row.on):,.0f} "
             f"| {statistics.median(row.off):,.0f} | {statistics.median(row.ratios):.2f}x "
-            f"| {', '.join(f'{r:.2f}' for r in row.ratios)} |"
+            f"| {', '.join(f'{r:.2f}' for r in row.ratios)} "
+            f"| {cpu_per_step_us(row.cpu_on):.0f} | {cpu_per_step_us(row.cpu_off):.0f} |"
         )
     return "\n".join(lines)
 
