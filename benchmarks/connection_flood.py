@@ -16,7 +16,6 @@ Not a test: RSS depends on the allocator and the machine; the client needs
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import socket
@@ -25,10 +24,10 @@ import sys
 import time
 
 import httpx
-from openenv_gym.cli.ready import READY_PREFIX
 
 from benchmarks.memory_bounds import rss_mib
 from openenv_gym import OpenEnvEnv
+from openenv_gym.providers.ready_line import read_ready_line
 
 TOKEN = "flood-benchmark-token"
 HALF_HEAD = b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
@@ -65,10 +64,7 @@ def _start(nofile: int | None) -> tuple[subprocess.Popen[str], str, int]:
         preexec_fn=limit,
     )
     assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith(READY_PREFIX):
-        raise RuntimeError(f"the server did not start: {line!r}")
-    info = json.loads(line[len(READY_PREFIX) :].strip())
+    info = read_ready_line(process.stdout)
     return process, str(info["url"]), int(info["port"])
 
 

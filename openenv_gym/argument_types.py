@@ -9,6 +9,8 @@ Example:
     8000
     >>> positive_seconds("0.5")
     0.5
+    >>> seconds_or_off("0")
+    0.0
     >>> json_object('{"max_episode_steps": 200}')
     {'max_episode_steps': 200}
 """
@@ -79,6 +81,10 @@ port_number = int_argument("a port number", minimum=0, maximum=65535, bound="a p
 positive_seconds = float_argument(
     "a number of seconds", minimum=0.0, exclusive_minimum=True, bound="a positive number of seconds"
 )
+#: Seconds, ``>= 0`` (``0``: off, e.g. ``--ping-interval 0``).
+seconds_or_off = float_argument(
+    "a number of seconds", minimum=0.0, bound="a number of seconds >= 0 (0: off)"
+)
 #: Microseconds, ``0..100000`` (``--busy-poll-us``).
 microseconds = int_argument(
     "a number of microseconds", minimum=0, maximum=100_000, bound="microseconds in 0..100000"
@@ -112,4 +118,5 @@ __all__ = [
     "positive_int",
     "positive_seconds",
     "probability",
+    "seconds_or_off",
 ]

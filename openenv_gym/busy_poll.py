@@ -7,7 +7,9 @@ runs. In a tight stepping loop the two ends answer each other within tens or hun
 µs, so each spins that long on its sockets (``poll`` with a zero timeout) and is awake when
 the frame lands: neither side pays for a wake-up. Both ends use it by default:
 
-* the server after each reply, waiting for the next request (``--busy-poll-us``);
+* the server after each event-loop turn's replies, waiting for the next request
+  (``--busy-poll-us``), while the measured gaps between requests say it pays
+  (:mod:`openenv_gym.server.turn_end`);
 * the client after each request, waiting for the reply (``busy_poll=`` of the envs).
 
 The spin is adaptive, bounded and polite:

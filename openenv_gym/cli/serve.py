@@ -8,7 +8,8 @@ Usage::
     openenv-gym serve chess [--opponent random] ...
         [--host 127.0.0.1] [--port 8000] [--workers K] [--unix-socket PATH]
         [--max-sessions N] [--idle-timeout S] [--max-message-size BYTES] [--token TOKEN]
-        [--insecure] [--exit-with-parent] [--log-level LEVEL] [--debug]
+        [--handshake-timeout S] [--max-pending N] [--ping-interval S] [--ping-timeout S]
+        [--busy-poll-us US] [--insecure] [--exit-with-parent] [--log-level LEVEL] [--debug]
 
 A ``--host`` beyond loopback needs a token (``--token`` or ``$OPENENV_TOKEN``) or
 ``--insecure``; an empty token is a usage error (see :mod:`openenv_gym.server.bind_policy`).
@@ -46,7 +47,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from openenv_gym.argument_types import microseconds, port_number, positive_int, positive_seconds
+from openenv_gym.argument_types import (
+    microseconds,
+    port_number,
+    positive_int,
+    positive_seconds,
+    seconds_or_off,
+)
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
 from openenv_gym.client import TOKEN_ENV_VAR
 from openenv_gym.envs.registry import SERVER_ENVS, ServerEnvSpec
@@ -74,7 +81,9 @@ def _workers(text: str) -> int:
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """The flags every ``serve`` target shares (address, limits, lifetime, logging)."""
     from openenv_gym.busy_poll import DEFAULT_BUSY_POLL
+    from openenv_gym.server.admission import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_PENDING
     from openenv_gym.server.app import DEFAULT_MAX_SESSIONS, HARD_CAP_FACTOR
+    from openenv_gym.server.heartbeat import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
     from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 
     group = parser.add_argument_group("server options")
@@ -121,6 +130,40 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="close sessions without a message for S seconds (default: never)",
+    )
+    group.add_argument(
+        "--handshake-timeout",
+        type=positive_seconds,
+        default=DEFAULT_HANDSHAKE_TIMEOUT,
+        metavar="S",
+        help="drop a connection that has not sent its whole request head (WebSocket "
+        "handshake, route, or request with a body) S seconds after it was accepted "
+        f"(default: {DEFAULT_HANDSHAKE_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--max-pending",
+        type=positive_int,
+        default=DEFAULT_MAX_PENDING,
+        metavar="N",
+        help="connections per server process that may wait for their request head (not yet "
+        "authenticated) at once; one more drops the oldest waiting one "
+        f"(default: {DEFAULT_MAX_PENDING})",
+    )
+    group.add_argument(
+        "--ping-interval",
+        type=seconds_or_off,
+        default=DEFAULT_PING_INTERVAL,
+        metavar="S",
+        help="ping WebSocket connections silent for S seconds; 0: never ping, so the "
+        f"sessions of frozen or vanished clients are kept (default: {DEFAULT_PING_INTERVAL:g})",
+    )
+    group.add_argument(
+        "--ping-timeout",
+        type=positive_seconds,
+        default=DEFAULT_PING_TIMEOUT,
+        metavar="S",
+        help="drop a connection, and free its sessions, when its ping goes unanswered for "
+        f"S seconds (default: {DEFAULT_PING_TIMEOUT:g})",
     )
     group.add_argument(
         "--max-message-size",
@@ -174,6 +217,10 @@ def server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_message_size": args.max_message_size,
         "token": serve_token(args),
         "busy_poll": args.busy_poll_us * 1e-6,
+        "handshake_timeout": args.handshake_timeout,
+        "max_pending": args.max_pending,
+        "ping_interval": args.ping_interval or None,  # 0: never ping
+        "ping_timeout": args.ping_timeout,
     }
 
 

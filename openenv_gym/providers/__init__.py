@@ -1,14 +1,17 @@
 """Where a server comes from: a child process (the embedded default), a Docker container,
 a Ray cluster, or a given URL. :func:`server_provider` builds every embedded server: a child
 process or a container here, or a server of the fleet :func:`using_fleet` made active
-(:class:`~openenv_gym.providers.ray.RayFleet`)."""
+(:class:`~openenv_gym.providers.ray.RayFleet`). Every embedded server requires a bearer
+token: the user's (``token=``, ``OPENENV_TOKEN``), else a fresh random one
+(:func:`embedded_server_token`) that only the clients of this process know."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import Any, Final
 
-from openenv_gym.client import TOKEN_ENV_VAR
+from openenv_gym.client import resolve_token
 from openenv_gym.errors import FleetConfigError, OpenEnvGymError
 from openenv_gym.providers.base import GivenServer, ServerProvider
 from openenv_gym.providers.docker import DockerProvider, remove_orphans
@@ -43,7 +46,8 @@ def server_provider(
     fleet = active_fleet()
     if fleet is not None:
         return fleet.server(serve_args, server)
-    image, token, workers = server.image, server.token, server.workers
+    image, workers = server.image, server.workers
+    token = embedded_server_token(server.token)
     if workers is not None and serve_args is not None:
         serve_args = [*serve_args, "--workers", str(workers)]
     if image is None:
@@ -52,12 +56,11 @@ def server_provider(
                 "no server to start: pass serve_args (the arguments after `openenv-gym "
                 "serve`) or image=... (a container of that image, with its own command)"
             )
-        env = {TOKEN_ENV_VAR: token} if token is not None else None
         return LocalServerProcess(
             serve_args,
             startup_timeout=server.startup_timeout,
-            env=env,
             unix_socket=server.unix_socket,
+            token=token,
         )
     options = {
         "token": token,
@@ -67,6 +70,21 @@ def server_provider(
     if serve_args is None:
         return DockerProvider(image, **options)
     return DockerProvider.serving(image, serve_args, **options)
+
+
+def embedded_server_token(given: str | None = None) -> str:
+    """The token an embedded server requires: ``given``, else ``$OPENENV_TOKEN``, else a
+    fresh random one (so no other local user can open sessions on it). Our clients send
+    their provider's token by themselves (:attr:`ServerProvider.token`).
+
+    Example:
+        >>> embedded_server_token("mine")
+        'mine'
+        >>> len(embedded_server_token()) >= 43 or "OPENENV_TOKEN set"
+        True
+    """
+    token = resolve_token(given)
+    return token if token is not None else secrets.token_urlsafe(32)
 
 
 def resolve_fleet(fleet: Any) -> ServerFleet | None:
@@ -99,6 +117,7 @@ __all__ = [
     "ServerFleet",
     "ServerProvider",
     "ServerSpec",
+    "embedded_server_token",
     "remove_orphans",
     "resolve_fleet",
     "server_provider",

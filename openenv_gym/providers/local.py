@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
 
-from openenv_gym.client import is_healthy
+from openenv_gym.client import TOKEN_ENV_VAR, is_healthy
 from openenv_gym.errors import ServerStartError
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.ready_line import READY_PREFIX
@@ -74,6 +74,10 @@ class LocalServerProcess(ServerProvider):
             :attr:`unix_sockets`); local clients then skip the TCP stack.
         host: The address to bind; ``127.0.0.1`` unless the server must be reached from
             other machines (a Ray node's servers bind the node's IP).
+        token: The bearer token the server requires (passed as ``OPENENV_TOKEN``); clients
+            find it in :attr:`token`. ``None``: the child's ``OPENENV_TOKEN``, if any.
+            Embedded servers (:func:`~openenv_gym.providers.server_provider`) get a fresh
+            random one unless the user gave one.
     """
 
     def __init__(
@@ -84,13 +88,17 @@ class LocalServerProcess(ServerProvider):
         env: Mapping[str, str] | None = None,
         unix_socket: bool = False,
         host: str = "127.0.0.1",
+        token: str | None = None,
     ) -> None:
         self.serve_args = list(serve_args)
+        self.token = token
         self.host = host
         self._unix_socket = unix_socket
         self._unix_base: str | None = None
         self.startup_timeout = startup_timeout
         self._env = dict(env or {})
+        if token is not None:
+            self._env[TOKEN_ENV_VAR] = token
         self._process: subprocess.Popen[str] | None = None
         self._base_url: str | None = None
         self._log: collections.deque[str] = collections.deque(maxlen=_LOG_LINES)

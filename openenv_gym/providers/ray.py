@@ -25,10 +25,10 @@ watches its stdin, a pipe from the actor; a container is removed by a detached w
 lost server as a :class:`~openenv_gym.errors.SubEnvError`, or, with ``reconnect=True``,
 gets a new server from Ray (on any live node) and reopens the sessions there.
 
-Tokens: a server that other machines can reach must not serve whoever connects. Unless the
-servers bind a loopback ``host=``, every server of a fleet requires a bearer token: the
-driver's ``token=`` or ``OPENENV_TOKEN`` when set, else one the fleet makes up
-(``secrets.token_urlsafe(32)``, one per fleet). The vector env's sessions send it by
+Tokens: a server must not serve whoever connects, from other machines or other users of
+its own. Every server of a fleet requires a bearer token: the driver's ``token=`` or
+``OPENENV_TOKEN`` when set, else one the fleet makes up (``secrets.token_urlsafe(32)``, one
+per fleet). The vector env's sessions send it by
 themselves (:attr:`RayServer.token`).
 
 Ray itself is the user's: call ``ray.init(address=...)`` first (the ``[ray]`` extra installs
@@ -61,7 +61,6 @@ from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.ray_actor import CONTAINER_OPTIONS, ServerActor, ServerLocation
 from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.providers.spec import DEFAULT_SERVER_SPEC, ServerSpec
-from openenv_gym.server.bind_policy import is_loopback_host
 
 logger = logging.getLogger(__name__)
 
@@ -290,9 +289,9 @@ class RayFleet(ServerFleet):
             ``"DEFAULT"``, or a Ray strategy object
             (``NodeAffinitySchedulingStrategy``, ``PlacementGroupSchedulingStrategy``).
         host: The address every server binds (a container: is published on); ``None``
-            binds its node's IP (what the driver reaches). Unless ``host`` is a loopback
-            address, every server requires a bearer token: the env's ``token=``, else the
-            driver's ``OPENENV_TOKEN``, else :attr:`token`, made up for this fleet.
+            binds its node's IP (what the driver reaches). Every server requires a bearer
+            token: the env's ``token=``, else the driver's ``OPENENV_TOKEN``, else
+            :attr:`token`, made up for this fleet.
         placement_timeout: Seconds to wait for a node to take a server's actor.
         stop_timeout: Seconds a stopping server gets before its actor is killed.
         actor_options: More ``ActorClass.options(...)`` of the server actors
@@ -305,8 +304,8 @@ class RayFleet(ServerFleet):
         >>> fleet = RayFleet(num_cpus=2, resources={"atari_node": 1})
         >>> fleet
         RayFleet(num_cpus=2.0, resources={'atari_node': 1.0}, scheduling_strategy='SPREAD')
-        >>> len(fleet.token), RayFleet(host="127.0.0.1").token
-        (43, None)
+        >>> len(fleet.token), len(RayFleet(host="127.0.0.1").token)
+        (43, 43)
     """
 
     def __init__(
@@ -334,10 +333,9 @@ class RayFleet(ServerFleet):
         if host is not None and (not isinstance(host, str) or not host.strip()):
             raise FleetConfigError(f"expected host to be an address string or None, got {host!r}")
         self.host = host
-        # Servers other machines reach need a token; this one is sent by the fleet's sessions.
-        self._token = (
-            secrets.token_urlsafe(32) if host is None or not is_loopback_host(host) else None
-        )
+        # Sent by the fleet's sessions: no one else, on another machine or this one, opens
+        # sessions on the fleet's servers.
+        self._token = secrets.token_urlsafe(32)
         self.placement_timeout = _positive("placement_timeout", placement_timeout)
         self.stop_timeout = _positive("stop_timeout", stop_timeout)
         self.extra_actor_options = dict(_mapping("actor_options", actor_options))
@@ -350,10 +348,9 @@ class RayFleet(ServerFleet):
             )
 
     @property
-    def token(self) -> str | None:
+    def token(self) -> str:
         """The token this fleet's servers require when none is given (``token=`` or the
-        driver's ``OPENENV_TOKEN``): random, made up for this fleet, unless ``host`` is a
-        loopback address (then ``None``)."""
+        driver's ``OPENENV_TOKEN``): random, made up for this fleet."""
         return self._token
 
     def actor_options(self) -> dict[str, Any]:

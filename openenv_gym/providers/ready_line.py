@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import IO, Any, Final
+
+from openenv_gym.errors import ServerStartError
 
 #: The prefix of the READY line.
 READY_PREFIX: Final = "OPENENV_GYM_READY "
@@ -44,4 +46,32 @@ def parse_ready_line(line: str) -> dict[str, Any] | None:
     return info
 
 
-__all__ = ["READY_PREFIX", "format_ready_line", "parse_ready_line"]
+def read_ready_line(stream: IO[str], *, max_lines: int = 1000) -> dict[str, Any]:
+    """Read ``stream`` (a server's stdout) up to its READY line; return the line's object.
+
+    Other lines before it (a library printing at import) are skipped. Blocks until the line
+    comes: the caller bounds the wait (a process's own timeout, a test's).
+
+    Raises:
+        ServerStartError: The stream ended, or ``max_lines`` lines came, before a READY line
+            (the server exited or is not ``openenv-gym serve``); the lines read are in
+            ``log``.
+    """
+    seen: list[str] = []
+    for _ in range(max_lines):
+        line = stream.readline()
+        if not line:
+            break
+        info = parse_ready_line(line)
+        if info is not None:
+            return info
+        seen.append(line)
+    raise ServerStartError(
+        f"expected a line starting with {READY_PREFIX!r} on the server's stdout, got "
+        f"{'end of output' if len(seen) < max_lines else f'{max_lines} other lines'} "
+        "(did it exit? run the same `openenv-gym serve ...` command by hand to see why)",
+        log="".join(seen[-40:]),
+    )
+
+
+__all__ = ["READY_PREFIX", "format_ready_line", "parse_ready_line", "read_ready_line"]

@@ -65,6 +65,7 @@ from openenv_gym.server.http_api import RESET_PATH, STEP_PATH, HttpEnvApi
 from openenv_gym.server.models import EnvironmentMetadata, State
 from openenv_gym.server.routes import HttpRoutes
 from openenv_gym.server.session import SessionManager
+from openenv_gym.server.turn_end import TurnEnd
 from openenv_gym.wire.encoding import accept_subprotocol, encoding_of
 from openenv_gym.wire.messages import CAPACITY_PATH, SERVER_INBOUND_LIMIT, WORKER_HEADER
 from openenv_gym.wire.shared_memory import remove_stale_files
@@ -104,8 +105,9 @@ class OpenEnvServer:
         max_message_size: Largest client frame in bytes that is processed.
         token: A bearer token clients must send (``Authorization: Bearer``) on every route
             but ``/health`` and on the WebSocket handshake; ``None`` (default) checks nothing.
-        busy_poll: Seconds to spin on the connections after a reply, waiting for the next
-            request awake (:mod:`openenv_gym.busy_poll`); ``0`` sleeps at once.
+        busy_poll: Seconds to spin on the connections after a loop turn's replies, waiting
+            for the next request awake (:mod:`openenv_gym.busy_poll`), while the measured
+            gaps between requests say it pays (:mod:`.turn_end`); ``0`` never spins.
         handshake_timeout: Seconds a new connection has to send its whole request head
             (handshake, route or body request) before it is dropped (:mod:`.admission`).
         max_pending: Connections per process that may wait for their request head at once;
@@ -176,7 +178,7 @@ class OpenEnvServer:
             if ping_interval is not None
             else None
         )
-        self._busy_poller = BusyPoller(busy_poll) if busy_poll > 0 else None
+        self._turn_end = TurnEnd(BusyPoller(busy_poll) if busy_poll > 0 else None)
         self._calibration: asyncio.Future[Any] | None = None
         self._server: asyncio.Server | None = None
         self._unix_server: asyncio.Server | None = None
@@ -410,9 +412,10 @@ class OpenEnvServer:
         return self.routes.answer_with_body(method, target, headers, body)
 
     @property
-    def busy_poller(self) -> BusyPoller | None:
-        """The spin after replies, shared by this process's connections."""
-        return self._busy_poller
+    def turn_end(self) -> TurnEnd:
+        """The end of each loop turn (deferred replies, the spin), shared by this process's
+        connections."""
+        return self._turn_end
 
     @property
     def handshake_timeout(self) -> float:

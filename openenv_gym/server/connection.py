@@ -40,9 +40,9 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
-from openenv_gym.busy_poll import BusyPoller
 from openenv_gym.server.fault_replies import ErrorLog
 from openenv_gym.server.http_requests import BodyRequestReader
+from openenv_gym.server.turn_end import TurnEnd
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -99,8 +99,8 @@ class ConnectionHooks(Protocol):
         """Forget ``connection`` (it is gone)."""
 
     @property
-    def busy_poller(self) -> BusyPoller | None:
-        """Spins after replies (:mod:`.busy_poll`); ``None``: sleep in the loop instead."""
+    def turn_end(self) -> TurnEnd:
+        """Flushes deferred replies and spins (or not) at the end of each loop turn."""
 
 
 class ServerConnection(asyncio.Protocol):
@@ -127,7 +127,8 @@ class ServerConnection(asyncio.Protocol):
         self._flush_scheduled = False
         self._lost = False
         self._close_timer: asyncio.TimerHandle | None = None
-        self._poller = hooks.busy_poller
+        self._turn_end = hooks.turn_end
+        self._poller = self._turn_end.poller
         self._fd = -1
         self._delivered = False
         self._deadline: asyncio.TimerHandle | None = None
@@ -167,6 +168,7 @@ class ServerConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.heard = True
+        self._turn_end.heard()
         if self._body_reader is not None:
             self._body_reader.feed(data)
             return
@@ -187,9 +189,9 @@ class ServerConnection(asyncio.Protocol):
         self._flush()
         if protocol.state is State.CLOSED and self.transport is not None:
             self.transport.close()
-        elif self._delivered and poller is not None:
+        elif self._delivered:
             self._delivered = False
-            poller.spin()
+            self._turn_end.replied()  # spin (if it pays) once the turn's replies are out
 
     def eof_received(self) -> bool | None:
         if self._body_reader is not None or self._head is not None:
@@ -232,8 +234,9 @@ class ServerConnection(asyncio.Protocol):
     def send(self, message: bytes, *, text: bool, defer: bool = False) -> None:
         """Send one message (``bytes``: UTF-8 when ``text``); dropped when not open.
 
-        ``defer=True`` writes it at the end of this loop iteration, with every other reply
-        computed in the same iteration: a client stepping many sessions is woken once.
+        ``defer=True`` writes it at the end of this loop turn, with every other reply
+        computed in the same turn: a client stepping many sessions is woken once
+        (:mod:`.turn_end`).
         """
         if not self.open:
             return
@@ -245,7 +248,7 @@ class ServerConnection(asyncio.Protocol):
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._deferred_flush)
+            self._turn_end.defer(self)
 
     def ping(self) -> None:
         """Send a ping frame (the peer's pong, or anything it sends, shows it is alive)."""
@@ -253,7 +256,8 @@ class ServerConnection(asyncio.Protocol):
             self.protocol.send_ping(b"")
             self._flush()
 
-    def _deferred_flush(self) -> None:
+    def flush_deferred(self) -> None:
+        """Write the replies deferred by :meth:`send` (called by :class:`.TurnEnd`)."""
         self._flush_scheduled = False
         self._flush()
 

@@ -61,6 +61,17 @@ class ServerThread:
         return self._port
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the server runs on (for ``call_soon_threadsafe``).
+
+        Raises:
+            RuntimeError: The thread is not started.
+        """
+        if self._loop is None:
+            raise RuntimeError("the server thread is not started; call start() first")
+        return self._loop
+
+    @property
     def url(self) -> str:
         """``http://host:port`` of the running server."""
         return format_url(self.host, self.port)

@@ -157,8 +157,11 @@ class Connections:
     ) -> None:
         """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``
         (:meth:`SubEnvServers.start_more <openenv_gym.vector.servers.SubEnvServers.start_more>`);
-        those started are stopped by :meth:`close`, even when one fails."""
-        self._servers.start_more(id, env_kwargs, per_server)
+        those started are stopped by :meth:`close`, even when one fails. They require the
+        first server's token (the user's, or the one made up for it), which every connection
+        sends."""
+        token = env_kwargs.get("token") or self._options.token
+        self._servers.start_more(id, {**env_kwargs, "token": token}, per_server)
 
     @property
     def sessions(self) -> list[BlockingConnection]:

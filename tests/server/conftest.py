@@ -1,10 +1,15 @@
-"""A small probe environment and helpers for driving our server over raw WebSocket frames."""
+"""A small probe environment, helpers for driving our server over raw WebSocket frames, and
+``openenv-gym serve`` started as a child process (:class:`ServedProcess`)."""
 
 from __future__ import annotations
 
 import json
+import resource
+import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -12,6 +17,7 @@ import pytest
 from pydantic import Field
 from websockets.sync.client import ClientConnection, connect
 
+from openenv_gym.providers.ready_line import read_ready_line
 from openenv_gym.server import (
     Action,
     Environment,
@@ -172,3 +178,79 @@ class Wire:
 @pytest.fixture
 def wire() -> type[Wire]:
     return Wire
+
+
+class ServedProcess:
+    """``openenv-gym serve gymnasium --env-id CartPole-v1 --host 127.0.0.1 --port 0 ARGS`` as
+    a child process, started and read up to its READY line.
+
+    Args:
+        args: More ``serve`` flags (``["--workers", "2"]``, ``["--token", T]``).
+        nofile: Lower the child's ``RLIMIT_NOFILE`` to this many descriptors.
+        env: The child's environment (default: this process's).
+        stderr: Collect the child's stderr (:meth:`stop` returns it); else it is discarded.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str] = (),
+        *,
+        nofile: int | None = None,
+        env: dict[str, str] | None = None,
+        stderr: bool = True,
+    ) -> None:
+        command = [sys.executable, "-m", "openenv_gym.cli", "serve", "gymnasium"]
+        command += ["--env-id", "CartPole-v1", "--host", "127.0.0.1", "--port", "0", *args]
+
+        def limit() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+            text=True,
+            env=env,
+            preexec_fn=limit if nofile is not None else None,
+        )
+        try:
+            assert self.process.stdout is not None
+            self.info = read_ready_line(self.process.stdout)
+        except BaseException:
+            self.process.kill()
+            self.process.communicate(timeout=30)
+            raise
+        self.url = str(self.info["url"])
+        self.port = int(self.info["port"])
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, sig: int = signal.SIGTERM) -> str:
+        """Send ``sig`` (if it still runs), wait for the exit; its stderr (or ``""``)."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            _out, err = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _out, err = self.process.communicate(timeout=30)
+        return err or ""
+
+
+@pytest.fixture
+def serve_process() -> Iterator[Callable[..., ServedProcess]]:
+    """Start ``openenv-gym serve`` children (:class:`ServedProcess` arguments); each is
+    killed after the test if it still runs."""
+    started: list[ServedProcess] = []
+
+    def start(*args: str, **kwargs: Any) -> ServedProcess:
+        served = ServedProcess(args, **kwargs)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop(signal.SIGKILL)

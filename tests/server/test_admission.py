@@ -9,13 +9,9 @@ runs a real ``openenv-gym serve`` child with a lowered ``RLIMIT_NOFILE``.
 
 from __future__ import annotations
 
-import json
-import resource
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,9 +20,9 @@ import pytest
 
 from openenv_gym import OpenEnvEnv
 from openenv_gym.server.admission import Admission
+from tests.server.conftest import ServedProcess
 
 TOKEN = "admission-token"
-READY = "OPENENV_GYM_READY "
 
 
 def _address(url: str) -> tuple[str, int]:
@@ -113,52 +109,17 @@ def test_limits_must_be_positive() -> None:
         Admission(max_pending=0)
 
 
-def _limit_descriptors(limit: int) -> Callable[[], None]:
-    def preexec() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    return preexec
-
-
 @pytest.fixture
-def low_descriptor_server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def low_descriptor_server(serve_process: Callable[..., ServedProcess]) -> ServedProcess:
     """``openenv-gym serve`` (one process, with a token) limited to 200 descriptors."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "openenv_gym.cli",
-            "serve",
-            "gymnasium",
-            "--env-id",
-            "CartPole-v1",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--token",
-            TOKEN,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_limit_descriptors(200),
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith(READY), line
-        yield str(json.loads(line[len(READY) :])["url"]), process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    return serve_process("--token", TOKEN, nofile=200)
 
 
 @pytest.mark.timeout(120)
 def test_a_server_out_of_descriptors_logs_it_keeps_answering_and_recovers(
-    low_descriptor_server: tuple[str, subprocess.Popen[str]],
+    low_descriptor_server: ServedProcess,
 ) -> None:
-    url, process = low_descriptor_server
+    url = low_descriptor_server.url
     idle = [_connect(url) for _ in range(400)]  # twice the server's descriptor limit
     try:
         for _ in range(3):  # every one of them answered while the flood is held open
@@ -169,8 +130,7 @@ def test_a_server_out_of_descriptors_logs_it_keeps_answering_and_recovers(
     with OpenEnvEnv(url, token=TOKEN) as env:
         env.reset(seed=0)
         env.step(env.action_space.sample())
-    process.terminate()
-    _out, err = process.communicate(timeout=30)
+    err = low_descriptor_server.stop()
     assert "file descriptors nearly exhausted" in err, err[-2000:]
     assert "RLIMIT_NOFILE soft 200" in err
     assert err.count("file descriptors nearly exhausted") < 10, "the warning is rate-limited"

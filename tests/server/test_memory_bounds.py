@@ -8,36 +8,25 @@ process on 127.0.0.1; raw TCP clients (``benchmarks.memory_bounds``) send withou
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 from websockets.sync.client import connect
 
 from benchmarks.memory_bounds import client_frame, open_raw, rss_mib, send_for
-from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server.app import HARD_CAP_FACTOR
 from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
+from tests.server.conftest import ServedProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 MIB = 1024 * 1024
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[int, int]]:
-    command = [sys.executable, "-m", "openenv_gym.cli", "serve", "gymnasium"]
-    command += ["--env-id", "CartPole-v1", "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith(READY_PREFIX), line
-        yield process.pid, int(json.loads(line[len(READY_PREFIX) :])["port"])
-    finally:
-        process.terminate()
-        process.wait(30)
+def served(serve_process: Callable[..., ServedProcess]) -> tuple[int, int]:
+    server = serve_process(stderr=False)
+    return server.pid, server.port
 
 
 def _assert_serves(port: int) -> None:

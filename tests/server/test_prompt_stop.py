@@ -9,53 +9,24 @@ a signal waits :data:`~openenv_gym.server.app.PROMPT_STOP_GRACE` for them. Real 
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
-from openenv_gym.providers.ready_line import READY_PREFIX
 from openenv_gym.server.app import PROMPT_STOP_GRACE
 from openenv_gym.server.connection import CLOSE_TIMEOUT
 from tests.conftest import raw_websocket_session
+from tests.server.conftest import ServedProcess
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "openenv_gym.cli",
-            "serve",
-            "gymnasium",
-            "--env-id",
-            "CartPole-v1",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--log-level",
-            "info",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith(READY_PREFIX), line
-        yield str(json.loads(line[len(READY_PREFIX) :])["url"]), process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=30)
+def served(serve_process: Callable[..., ServedProcess]) -> tuple[str, subprocess.Popen[str]]:
+    server = serve_process("--log-level", "info")
+    return server.url, server.process
 
 
 def test_sigterm_stops_the_server_without_waiting_for_a_peer_that_does_not_read(

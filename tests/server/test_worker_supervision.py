@@ -7,12 +7,9 @@ line (issue 14, case 7). Real child processes on 127.0.0.1.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -22,68 +19,33 @@ from openenv_gym.errors import ServerConnectionError
 from openenv_gym.server.budget import SharedSessionBudget
 from openenv_gym.server.workers import describe_exit
 from tests.conftest import process_running, wait_for
+from tests.server.conftest import ServedProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-READY = "OPENENV_GYM_READY "
 
 
-class Served:
-    """``openenv-gym serve gymnasium --workers 2`` as a child, its stderr collected."""
+def _workers(served: ServedProcess) -> list[int]:
+    path = f"/proc/{served.pid}/task/{served.pid}/children"
+    with open(path) as children:
+        return [int(pid) for pid in children.read().split() if process_running(int(pid))]
 
-    def __init__(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "openenv_gym.cli",
-            "serve",
-            "gymnasium",
-            "--env-id",
-            "CartPole-v1",
-            "--workers",
-            "2",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ]
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith(READY), line
-        self.url = str(json.loads(line[len(READY) :])["url"])
 
-    def workers(self) -> list[int]:
-        path = f"/proc/{self.process.pid}/task/{self.process.pid}/children"
-        with open(path) as children:
-            return [int(pid) for pid in children.read().split() if process_running(int(pid))]
-
-    def capacity(self) -> dict[str, int]:
-        return dict(httpx.get(self.url + "/capacity", timeout=10).json())
-
-    def stop(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        _, err = self.process.communicate(timeout=30)
-        return err
+def _capacity(served: ServedProcess) -> dict[str, int]:
+    return dict(httpx.get(served.url + "/capacity", timeout=10).json())
 
 
 @pytest.fixture
-def served() -> Iterator[Served]:
-    server = Served()
-    try:
-        yield server
-    finally:
-        server.stop()
+def served(serve_process: Callable[..., ServedProcess]) -> ServedProcess:
+    """``openenv-gym serve gymnasium --workers 2`` as a child, its stderr collected."""
+    return serve_process("--workers", "2")
 
 
-def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
+def test_a_killed_worker_is_logged_and_restarted(served: ServedProcess) -> None:
     env = OpenEnvEnv(served.url)
     try:
         env.reset(seed=0)
-        assert served.capacity()["active_sessions"] == 1
-        workers = served.workers()
+        assert _capacity(served)["active_sessions"] == 1
+        workers = _workers(served)
         assert len(workers) == 2
         # The worker holding the session: the one whose /capacity is never answered by the other
         holder = next(pid for pid in workers if _has_tcp_session(pid))
@@ -92,11 +54,11 @@ def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
             env.step(env.action_space.sample())
     finally:
         env.close()
-    assert wait_for(lambda: len(served.workers()) == 2 and holder not in served.workers(), 30)
+    assert wait_for(lambda: len(_workers(served)) == 2 and holder not in _workers(served), 30)
     assert served.process.poll() is None  # the server lives on
     # The dropped session's budget slot was freed; the restarted worker serves sessions.
-    assert wait_for(lambda: served.capacity()["active_sessions"] == 0, 30)
-    assert wait_for(lambda: len({served.capacity()["pid"] for _ in range(20)}) == 2, 30)
+    assert wait_for(lambda: _capacity(served)["active_sessions"] == 0, 30)
+    assert wait_for(lambda: len({_capacity(served)["pid"] for _ in range(20)}) == 2, 30)
     again = OpenEnvEnv(served.url)
     try:
         again.reset(seed=0)
@@ -109,16 +71,16 @@ def test_a_killed_worker_is_logged_and_restarted(served: Served) -> None:
     assert served.process.returncode == 0  # stopped on request
 
 
-def test_workers_that_keep_dying_stop_the_server_with_exit_code_1(served: Served) -> None:
+def test_workers_that_keep_dying_stop_the_server_with_exit_code_1(served: ServedProcess) -> None:
     for _ in range(20):
         if served.process.poll() is not None:
             break
-        killed = served.workers()
+        killed = _workers(served)
         for pid in killed:
             os.kill(pid, signal.SIGKILL)
         wait_for(lambda: not any(process_running(pid) for pid in killed), 10)  # noqa: B023
         # wait for the restarts (or for the parent to give up)
-        wait_for(lambda: served.process.poll() is not None or len(served.workers()) == 2, 20)
+        wait_for(lambda: served.process.poll() is not None or len(_workers(served)) == 2, 20)
     log = served.stop()
     assert served.process.returncode == 1, log
     assert "giving up" in log

@@ -153,8 +153,11 @@ def test_close_closes_every_connection_and_frees_its_sessions(
     connections.close()  # twice: nothing left to do, no error
 
 
-def _worker_pids(url: str) -> set[int]:
-    return {httpx.get(url + "/capacity", timeout=10).json()["pid"] for _ in range(24)}
+def _worker_pids(url: str, token: str | None = None) -> set[int]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {
+        httpx.get(url + "/capacity", headers=headers, timeout=10).json()["pid"] for _ in range(24)
+    }
 
 
 def test_reopen_after_a_killed_server_restarts_it_and_close_stops_it(add_info: Any) -> None:
@@ -166,7 +169,7 @@ def test_reopen_after_a_killed_server_restarts_it_and_close_stops_it(add_info: A
         old_pid, old_url = server.pid, connections.url_of(0)
         connections.open(range(2), check_capacity=True)
         _reset_observations(connections, codec, add_info, seed=3)
-        for pid in {old_pid, *_worker_pids(old_url)}:  # the server and its workers
+        for pid in {old_pid, *_worker_pids(old_url, server.token)}:  # the server and its workers
             os.kill(pid, signal.SIGKILL)
         results, broken = connections.collect(connections.send(_resets(2, 3)))
         assert results == []

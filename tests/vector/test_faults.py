@@ -88,7 +88,8 @@ def test_reconnect_restarts_the_embedded_server() -> None:
         old_pid, old_url = _pid(server), envs.base_urls[0]
         envs.reset(seed=0)
         envs.step(np.array([0, 1]))
-        for pid in {old_pid, *_worker_pids(old_url)}:  # the embedded server may have workers
+        # The embedded server may have workers (it requires its provider's token).
+        for pid in {old_pid, *_worker_pids(old_url, server.token)}:
             os.kill(pid, signal.SIGKILL)
         obs, rewards, terminations, truncations, infos = envs.step(np.array([1, 0]))
         # The broken episodes end as truncated, and info says why.
@@ -132,8 +133,11 @@ def test_reconnect_to_a_dead_server_it_does_not_own_fails_clearly(
         envs.close()
 
 
-def _worker_pids(url: str) -> set[int]:
-    return {httpx.get(url + "/capacity", timeout=10).json()["pid"] for _ in range(24)}
+def _worker_pids(url: str, token: str | None = None) -> set[int]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {
+        httpx.get(url + "/capacity", headers=headers, timeout=10).json()["pid"] for _ in range(24)
+    }
 
 
 def _alive(server: LocalServerProcess) -> bool:

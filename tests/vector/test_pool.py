@@ -295,7 +295,8 @@ def test_reconnect_returns_the_sub_envs_in_flight_truncated() -> None:
         assert isinstance(server, LocalServerProcess)
         assert server.pid is not None
         old_pid, old_url = server.pid, pool.base_urls[0]
-        for pid in {old_pid, *_worker_pids(old_url)}:  # the embedded server may have workers
+        # The embedded server may have workers (it requires its provider's token).
+        for pid in {old_pid, *_worker_pids(old_url, server.token)}:
             os.kill(pid, signal.SIGKILL)
         pool.send(np.zeros(2, dtype=np.int64), np.array([0, 1]))
         _, rew, term, trunc, info = pool.recv()
@@ -322,5 +323,8 @@ def test_close_with_steps_in_flight_does_not_wait(sleepy_url: str) -> None:
     assert time.monotonic() - start < SLOW_SECONDS / 2
 
 
-def _worker_pids(url: str) -> set[int]:
-    return {httpx.get(url + "/capacity", timeout=10).json()["pid"] for _ in range(24)}
+def _worker_pids(url: str, token: str | None = None) -> set[int]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {
+        httpx.get(url + "/capacity", headers=headers, timeout=10).json()["pid"] for _ in range(24)
+    }
