@@ -43,6 +43,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         busy_poll_us=None if args.busy_poll_us is None else int(args.busy_poll_us),
         contenders=args.contenders,
         link=args.link or PROFILES["loopback"],
+        server_bounds=args.link is not None and args.link.name != "loopback",
     )
 
 
@@ -52,6 +53,7 @@ def _chosen(settings: Settings) -> list[Contender]:
 
 def _cell(context: Context, contender: Contender, n: int) -> PlannedCell:
     spec = context.spec
+    bounded = context.settings.server_bounds and contender.remote
     return PlannedCell(
         env=spec.name,
         key=contender.key,
@@ -59,6 +61,7 @@ def _cell(context: Context, contender: Contender, n: int) -> PlannedCell:
         num_envs=n,
         open=partial(contender.open, context, n),
         actions=lambda: ActionStream.discrete(spec.n_actions, n, context.settings.seed),
+        annotate=context.add_bounds if bounded else None,
     )
 
 
