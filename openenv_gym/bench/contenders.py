@@ -43,6 +43,11 @@ class Contender:
     open: Callable[[Context, int], Driver]
     single_only: bool = False
 
+    @property
+    def remote(self) -> bool:
+        """Whether it steps our servers over the wire (the official client's and ours)."""
+        return self.open.__module__ == remote.__name__
+
 
 #: Every contender, in table order.
 CONTENDERS: Final[tuple[Contender, ...]] = (

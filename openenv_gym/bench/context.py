@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from openenv_gym.bench.links import PROFILES, LinkProfile
-from openenv_gym.bench.measure import ContenderUnavailableError
+from openenv_gym.bench.measure import CellResult, ContenderUnavailableError
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,9 @@ class Settings:
         contenders: Contender keys to run (``None``: all).
         seed: The action stream seed.
         link: Where the servers stand (see :mod:`openenv_gym.bench.links`).
+        server_bounds: Give each remote row its physical bounds (``N/RTT`` and
+            ``N/(RTT + server time)``, :mod:`openenv_gym.bench.bounds`); on for every
+            ``--link`` but ``loopback``.
     """
 
     envs: Sequence[str]
@@ -131,6 +134,7 @@ class Settings:
     contenders: Sequence[str] | None = None
     seed: int = 0
     link: LinkProfile = PROFILES["loopback"]
+    server_bounds: bool = False
 
 
 @dataclass
@@ -143,6 +147,7 @@ class Context:
         urls: Base URLs of our running servers (empty when they could not start).
         server_problem: Why there are no servers, or ``""``.
         notes: Remarks for the report.
+        server_urls: Our servers' own URLs (``urls`` are the link proxies in front of them).
     """
 
     spec: EnvSpec
@@ -150,12 +155,31 @@ class Context:
     urls: list[str] = field(default_factory=list)
     server_problem: str = ""
     notes: list[str] = field(default_factory=list)
+    server_urls: list[str] = field(default_factory=list)
 
     def require_servers(self) -> list[str]:
         """Our servers' URLs, or :class:`ContenderUnavailableError` saying why there are none."""
         if not self.urls:
             raise ContenderUnavailableError(self.server_problem or "no server running")
         return self.urls
+
+    def add_bounds(self, result: CellResult) -> None:
+        """Give a measured remote row its bounds, from the step cost our servers report now
+        (:mod:`openenv_gym.bench.bounds`)."""
+        from openenv_gym.bench.bounds import RowBound, measured_step_seconds
+
+        cost = measured_step_seconds(self.server_urls)
+        if cost is None or not result.ok:
+            return
+        settings = self.settings
+        bound = RowBound(
+            settings.link,
+            result.num_envs,
+            cost,
+            settings.workers or 1,
+            servers=max(1, len(self.server_urls)),
+        )
+        result.bound, result.bounds = bound.with_server, bound.describe()
 
 
 def missing_module(name: str | None) -> str:
@@ -172,17 +196,13 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     A server that cannot start is not fatal: ``context.server_problem`` says why, and the
     contenders that need it are skipped with that reason.
     """
-    from openenv_gym.bench.link_server import PrivateShmServerProcess, linked_url
-    from openenv_gym.providers import LocalServerProcess
+    from openenv_gym.bench.link_server import linked_url
 
     spec, settings = context.spec, context.settings
     link = settings.link
     context.server_problem = missing_module(spec.requires_module)
-    if link.server_source == "docker":
-        context.server_problem = (
-            "--link docker is recorded (servers through openenv/Docker-v0) but not wired into "
-            "the suite yet; use --link loopback, lan, wan or rtt_ms=..,mbit=.."
-        )
+    if link.server_source == "docker" and not context.server_problem:
+        context.server_problem = docker_problem(spec)
     if context.server_problem:
         yield context
         return
@@ -194,22 +214,69 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
     with ExitStack() as stack:
         try:
             for _ in range(settings.servers):
-                server = (PrivateShmServerProcess if link.emulated else LocalServerProcess)(
-                    serve_args
-                )
+                server = server_for(link, spec, serve_args)
                 stack.callback(server.stop)
                 url = server.start()
+                context.server_urls.append(url)
                 if link.proxied:
                     url = stack.enter_context(linked_url(url, link))
                 context.urls.append(url)
         except Exception as exc:
             context.urls.clear()
+            context.server_urls.clear()
             context.server_problem = f"our server did not start: {one_line(exc)}"
         else:
-            log(f"[{spec.name}] servers: {', '.join(context.urls)} ({' '.join(serve_args)})")
-            if link.emulated:
+            where = f"in {image_of(spec)} containers, " if link.server_source == "docker" else ""
+            log(f"[{spec.name}] servers: {', '.join(context.urls)} ({where}{' '.join(serve_args)})")
+            if link.emulated or link.server_source == "docker":
                 context.notes += link_notes(spec, settings)
         yield context
+
+
+def image_of(spec: EnvSpec) -> str:
+    """The Docker image of our server for ``spec`` (``openenv-gym build`` makes it)."""
+    from openenv_gym.envs.registry import SERVER_ENVS
+
+    return SERVER_ENVS[spec.serve_args[0]].image.tag
+
+
+def docker_problem(spec: EnvSpec) -> str:
+    """``""`` when ``--link docker`` can run ``spec``'s server here, else why not (no
+    ``docker`` SDK, no engine, or no image: the message says what to run)."""
+    from openenv_gym.errors import OpenEnvGymError
+    from openenv_gym.providers.docker import docker_client, docker_sdk
+
+    try:
+        sdk = docker_sdk()
+        client = docker_client()
+    except OpenEnvGymError as exc:
+        return f"--link docker needs a Docker engine: {exc}"
+    image = image_of(spec)
+    try:
+        client.images.get(image)
+    except sdk.errors.ImageNotFound:
+        return f"--link docker: the image {image} is not present; build it with `openenv-gym build`"
+    except sdk.errors.APIError as exc:
+        return f"--link docker: the engine did not answer ({exc})"
+    finally:
+        client.close()
+    return ""
+
+
+def server_for(link: LinkProfile, spec: EnvSpec, serve_args: Sequence[str]) -> Any:
+    """A not yet started server (a :class:`~openenv_gym.providers.ServerProvider`) for
+    ``spec``, standing where ``link`` puts it: a child process on this host (``loopback``),
+    one with a private ``/dev/shm`` (the emulated links), or a container of our image
+    published on 127.0.0.1 (``docker``: the docker provider under ``openenv/Docker-v0``,
+    its own ``/dev/shm``, every byte through docker-proxy)."""
+    from openenv_gym.bench.link_server import PrivateShmServerProcess
+    from openenv_gym.providers import LocalServerProcess
+
+    if link.server_source == "docker":
+        from openenv_gym.providers.docker import DockerProvider
+
+        return DockerProvider.serving(image_of(spec), serve_args)
+    return (PrivateShmServerProcess if link.emulated else LocalServerProcess)(list(serve_args))
 
 
 def link_notes(spec: EnvSpec, settings: Settings) -> list[str]:
@@ -217,6 +284,8 @@ def link_notes(spec: EnvSpec, settings: Settings) -> list[str]:
     from openenv_gym.bench.link_server import proxy_ceiling
 
     link = settings.link
+    if not link.emulated:
+        return [f"link {link.describe()}"]
     limits = "; ".join(
         f"N={n}: {link.bounds(n, spec.raw_obs_bytes)}" for n in sorted({1, *settings.sizes})
     )

@@ -5,8 +5,9 @@ where observations travel through shared memory. A :class:`LinkProfile` puts the
 another host" instead:
 
 * ``loopback``: the same host, as before (shared memory and every same-host shortcut apply);
-* ``docker``: the servers come from the docker provider (``openenv/Docker-v0``); the
-  container boundary is the link (wiring it into the suite comes later);
+* ``docker``: the servers run in containers of our images, started by the docker provider
+  (what ``openenv/Docker-v0`` uses) and published on 127.0.0.1: the container boundary
+  (docker-proxy, the container's own ``/dev/shm``) is the link;
 * ``lan``: 1 Gbit/s, 0.5 ms round trip;
 * ``wan``: 100 Mbit/s, 20 ms round trip;
 * custom values: ``rtt_ms=20,mbit=100`` (or ``delay_ms=10,mbit=100``: ``delay_ms`` is the
@@ -107,7 +108,11 @@ class LinkProfile:
         """A one-line description for the report."""
         if not self.emulated:
             if self.server_source == "docker":
-                return f"{self.name}: servers in Docker containers (openenv/Docker-v0)"
+                return (
+                    f"{self.name}: servers in Docker containers of our images (the docker "
+                    "provider of openenv/Docker-v0), published on 127.0.0.1 through "
+                    "docker-proxy; their own /dev/shm, so no shared memory"
+                )
             return f"{self.name}: servers on this host, every same-host shortcut applies"
         if not self.proxied:
             return f"{self.name}: servers on this host with a private /dev/shm (no shared memory)"

@@ -180,6 +180,9 @@ class CellResult:
         cpu_us_per_step: Client-process CPU microseconds per env step.
         reason: Why a cell was skipped or failed.
         setup_seconds: Time to open the contender (servers excluded), not part of the rate.
+        bound: The physical bound of the row in steps/s, ``N / (RTT + server time)``
+            (:mod:`openenv_gym.bench.bounds`; remote rows of a linked run only).
+        bounds: The row's bounds as text (``""``: none).
     """
 
     env: str
@@ -194,6 +197,8 @@ class CellResult:
     cpu_us_per_step: float | None = None
     reason: str = ""
     setup_seconds: float = 0.0
+    bound: float | None = None
+    bounds: str = ""
 
     @property
     def ok(self) -> bool:

@@ -175,7 +175,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="LINK",
         help="where our servers stand: loopback (this host, every same-host shortcut), "
-        "docker (openenv/Docker-v0; not wired yet), lan (1 Gbit/s, 0.5 ms round trip), wan "
+        "docker (containers of our images, `openenv-gym build`, through the provider of "
+        "openenv/Docker-v0), lan (1 Gbit/s, 0.5 ms round trip), wan "
         "(100 Mbit/s, 20 ms) or custom values rtt_ms=..,mbit=.. (delay_ms=.. for the one-way "
         "delay); lan, wan and custom start the servers with a private /dev/shm, as on another "
         "host, behind a proxy on 127.0.0.1 with that delay and bandwidth "

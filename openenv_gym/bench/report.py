@@ -54,7 +54,11 @@ CSV_COLUMNS: Final = (
     "seconds",
     "setup_seconds",
     "reason",
+    "bound_steps_per_s",
+    "bounds",
 )
+#: The column a linked run adds: the row's physical bounds (:mod:`openenv_gym.bench.bounds`).
+BOUNDS_COLUMN: Final = "bounds"
 #: What each ratio column divides by: (contender, N or None for the row's N).
 REFERENCES: Final = (("async", None), ("sync", None), ("raw", 1))
 
@@ -83,10 +87,13 @@ def _ratio_text(value: float | None) -> str:
 
 
 def format_table(cells: Sequence[CellResult]) -> str:
-    """The Markdown table of every cell (skips and errors keep their reason)."""
+    """The Markdown table of every cell (skips and errors keep their reason); a
+    :data:`BOUNDS_COLUMN` is added when a cell has bounds."""
+    bounded = any(cell.bounds for cell in cells)
+    columns = (*TABLE_COLUMNS, BOUNDS_COLUMN) if bounded else TABLE_COLUMNS
     lines = [
-        "| " + " | ".join(TABLE_COLUMNS) + " |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| " + " | ".join(columns) + " |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if bounded else ""),
     ]
     for cell in cells:
         n = str(cell.num_envs) if cell.num_envs else "*"
@@ -101,6 +108,8 @@ def format_table(cells: Sequence[CellResult]) -> str:
         else:
             reason = cell.reason.replace("|", "/").replace("\n", " ")
             values = [f"{cell.status}: {reason}", *["-"] * (len(TABLE_COLUMNS) - 4)]
+        if bounded:
+            values.append(cell.bounds or "-")
         lines.append(f"| {cell.env} | {cell.label} | {n} | " + " | ".join(values) + " |")
     return "\n".join(lines)
 
@@ -145,6 +154,8 @@ def write_csv(cells: Sequence[CellResult], path: Path) -> Path:
                     f"{cell.seconds:.3f}",
                     f"{cell.setup_seconds:.3f}",
                     cell.reason,
+                    "" if cell.bound is None else f"{cell.bound:.1f}",
+                    cell.bounds,
                 ]
             )
     return path

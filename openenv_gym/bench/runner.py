@@ -55,6 +55,8 @@ class PlannedCell:
         num_envs: N.
         open: Opens the contender (raises ``ContenderUnavailableError`` to skip it).
         actions: Draws the action stream (called once the contender is open).
+        annotate: Adds what is known only after the cell ran to its result (a linked
+            run's bounds, :mod:`openenv_gym.bench.bounds`), or ``None``.
     """
 
     env: str
@@ -63,6 +65,7 @@ class PlannedCell:
     num_envs: int
     open: Callable[[], Driver]
     actions: Callable[[], ActionStream]
+    annotate: Callable[[CellResult], None] | None = None
 
 
 @dataclass
@@ -177,6 +180,11 @@ def run_cell(cell: PlannedCell, seconds: float, warmup: float, notes: list[str])
             notes.append(f"{cell.key} N={cell.num_envs}: close failed: {one_line(exc)}")
     result.env, result.contender, result.label = cell.env, cell.key, cell.label
     result.setup_seconds = setup_seconds
+    if cell.annotate is not None:
+        try:
+            cell.annotate(result)
+        except Exception as exc:  # the measurement stands without its annotation
+            notes.append(f"{cell.key} N={cell.num_envs}: no bounds: {one_line(exc)}")
     return result
 
 

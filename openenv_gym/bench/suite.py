@@ -43,6 +43,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         busy_poll_us=None if args.busy_poll_us is None else int(args.busy_poll_us),
         contenders=args.contenders,
         link=args.link or PROFILES["loopback"],
+        server_bounds=args.link is not None and args.link.name != "loopback",
     )
 
 
@@ -50,8 +51,11 @@ def _chosen(settings: Settings) -> list[Contender]:
     return [c for c in CONTENDERS if settings.contenders is None or c.key in settings.contenders]
 
 
-def _cell(context: Context, contender: Contender, n: int) -> PlannedCell:
+def planned_cell(context: Context, contender: Contender, n: int) -> PlannedCell:
+    """The cell of ``contender`` at N=``n`` on ``context``'s env (with its bounds when the
+    settings ask for them and it is remote)."""
     spec = context.spec
+    bounded = context.settings.server_bounds and contender.remote
     return PlannedCell(
         env=spec.name,
         key=contender.key,
@@ -59,6 +63,7 @@ def _cell(context: Context, contender: Contender, n: int) -> PlannedCell:
         num_envs=n,
         open=partial(contender.open, context, n),
         actions=lambda: ActionStream.discrete(spec.n_actions, n, context.settings.seed),
+        annotate=context.add_bounds if bounded else None,
     )
 
 
@@ -68,8 +73,10 @@ def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
     chosen = _chosen(settings)
     for env in settings.envs:
         context = Context(ENV_SPECS[env], settings)
-        cells = [_cell(context, c, 1) for c in chosen if c.single_only]
-        cells += [_cell(context, c, n) for n in settings.sizes for c in chosen if not c.single_only]
+        cells = [planned_cell(context, c, 1) for c in chosen if c.single_only]
+        cells += [
+            planned_cell(context, c, n) for n in settings.sizes for c in chosen if not c.single_only
+        ]
 
         def setup(context: Context = context) -> Any:
             return running_servers(context, log)

@@ -208,6 +208,7 @@ def _step(
     replies: list[dict[str, Any]] = []
     finals: dict[int, dict[str, Any]] = {}
     failed: tuple[int, dict[str, Any]] | None = None
+    resetting = False  # a reset (a new episode: a ROM load, a first frame) is not a step
     for k, op in enumerate(ops):
         if op is None:
             continue
@@ -224,15 +225,18 @@ def _step(
                 ):
                     finals[len(indices)] = reply
                     reply = answer(session, _RESET, dict(same_step_reset))
+                    resetting = True
         else:
             reply = answer(session, _RESET, op["reset"])
+            resetting = True
         if reply["type"] != _OBSERVATION:
             if failed is None:
                 failed = (k, reply)
             continue
         indices.append(k)
         replies.append(reply)
-    manager.step_cost.record(time.perf_counter() - started, len(indices))
+    if not resetting:
+        manager.step_cost.record(time.perf_counter() - started, len(indices))
     if failed is not None:
         k, reply = failed
         return encode_json({**reply, "data": {**reply["data"], "index": k}}), True

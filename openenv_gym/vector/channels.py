@@ -150,7 +150,8 @@ class BatchChannel(Channel):
         indices: The sub-envs of its sessions, in the server's order.
         shared_memory: The server agreed to put observation arrays in shared memory.
         borrow: Read those arrays as views, valid until the next request on the connection
-            (the caller copies every row out before then), instead of copies.
+            (the caller copies every row out before then), instead of copies; the arrays of
+            frames that come over the socket are then read-only views of the frame.
     """
 
     batch = True
@@ -166,6 +167,7 @@ class BatchChannel(Channel):
         self.session = session
         self.indices = indices
         self._shared = SharedArrayReader(borrow=borrow) if shared_memory else None
+        self._copy = not borrow
 
     @property
     def shared_memory(self) -> bool:
@@ -189,6 +191,7 @@ class BatchChannel(Channel):
                 shared=self._shared,
                 limit=self.session.max_message_size,
                 sessions=len(self.indices),
+                copy=self._copy,
             )
 
     def state_frame(self) -> str:

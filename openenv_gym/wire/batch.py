@@ -206,10 +206,13 @@ def parse_batch_result(
     shared: SharedArrayReader | None = None,
     limit: int = CLIENT_INBOUND_LIMIT,
     sessions: int | None = None,
+    copy: bool = True,
 ) -> BatchResult:
     """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``;
     a compressed frame unpacked to at most ``limit`` bytes, the connection's message limit);
     with ``sessions``, every index must name one of the connection's ``sessions``, once.
+    ``copy=False``: the arrays of a binary frame are read-only views of it (the caller
+    copies what it keeps).
 
     Raises:
         CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
@@ -217,7 +220,7 @@ def parse_batch_result(
             session whose op failed).
         ProtocolError: The frame is not a valid ``batch_result``.
     """
-    message = load_frame(raw, shared, limit=limit)
+    message = load_frame(raw, shared, limit=limit, copy=copy)
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:

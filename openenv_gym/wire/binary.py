@@ -177,8 +177,12 @@ def _bad(frame: bytes, why: str) -> ProtocolError:
     )
 
 
-def decode_frame(frame: bytes, shared: SharedArrayReader | None = None) -> dict[str, Any]:
-    """The message of a binary frame, with its arrays put back as writable numpy arrays.
+def decode_frame(
+    frame: bytes, shared: SharedArrayReader | None = None, *, copy: bool = True
+) -> dict[str, Any]:
+    """The message of a binary frame, with its arrays put back as writable numpy arrays
+    (``copy=False``: as read-only views of ``frame``, for a caller that copies them into
+    buffers of its own anyway; a Pong batch of 16 screens is 1.6 MB copied once less).
 
     Arrays in shared memory (a descriptor with ``"shm"``) are read through ``shared``.
 
@@ -219,7 +223,7 @@ def decode_frame(frame: bytes, shared: SharedArrayReader | None = None) -> dict[
             parent: Any = message
             for key in path[:-1]:
                 parent = parent[key]
-            parent[path[-1]] = array.reshape(shape).copy()
+            parent[path[-1]] = array.reshape(shape).copy() if copy else array.reshape(shape)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise _bad(frame, f"an array descriptor is not valid ({exc})") from exc
     return message
@@ -249,11 +253,13 @@ def load_frame(
     shared: SharedArrayReader | None = None,
     *,
     limit: int = CLIENT_INBOUND_LIMIT,
+    copy: bool = True,
 ) -> Any:
     """The message of one server frame: a binary frame's (arrays put back, those in shared
     memory read through ``shared``; a compressed frame of :mod:`openenv_gym.wire.compressed`
     unpacked first, to at most ``limit`` bytes), else the JSON text's. The one place that
-    tells the frame kinds apart.
+    tells the frame kinds apart. ``copy=False``: a binary frame's arrays are read-only views
+    (see :func:`decode_frame`).
 
     Raises:
         CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
@@ -264,7 +270,7 @@ def load_frame(
         if not is_binary_frame(raw):
             raise _bad(raw, f"a compressed frame holds no {BINARY_SUBPROTOCOL} frame")
     if isinstance(raw, bytes) and is_binary_frame(raw):
-        return decode_frame(raw, shared)
+        return decode_frame(raw, shared, copy=copy)
     return load_server_json(raw)
 
 

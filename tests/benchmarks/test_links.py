@@ -16,13 +16,30 @@ import numpy as np
 import pytest
 
 from openenv_gym.bench import build_parser
-from openenv_gym.bench.context import ENV_SPECS, Settings, link_notes
+from openenv_gym.bench.bounds import RowBound, measured_step_seconds
+from openenv_gym.bench.context import (
+    ENV_SPECS,
+    Context,
+    Settings,
+    image_of,
+    link_notes,
+    running_servers,
+)
 from openenv_gym.bench.link_proxy import LinkProxy, LinkProxyProcess, measure_ceiling
 from openenv_gym.bench.link_server import PrivateShmServerProcess, linked_url
 from openenv_gym.bench.links import PROFILES, link_argument, parse_link
+from openenv_gym.bench.measure import ContenderUnavailableError
 from openenv_gym.bench.options import conflicts
-from openenv_gym.bench.suite import describe, settings_from_args
-from openenv_gym.errors import LinkProfileError, LinkProxyError
+from openenv_gym.bench.report import TABLE_COLUMNS, format_table, parse_table
+from openenv_gym.bench.runner import run_groups
+from openenv_gym.bench.suite import describe, plan, settings_from_args
+from openenv_gym.client.options import ConnectOptions
+from openenv_gym.errors import DockerUnavailableError, LinkProfileError, LinkProxyError
+from openenv_gym.images.env_images import build_images
+from openenv_gym.providers.docker import docker_client
+from openenv_gym.vector.channels import BatchChannel
+from openenv_gym.vector.opening import Opener, close_all
+from openenv_gym.wire.compressed import COMPRESSED_MAGIC
 
 CARTPOLE = ["gymnasium", "--env-id", "CartPole-v1"]
 
@@ -301,12 +318,104 @@ def test_a_vector_env_steps_through_a_link() -> None:
                 env.close()
 
 
-def test_the_docker_profile_is_recorded_and_its_cells_skip_with_the_reason() -> None:
-    from openenv_gym.bench.context import Context, running_servers
+# --------------------------------------------------------------------------- docker
 
-    context = Context(
-        ENV_SPECS["CartPole"], Settings(envs=["CartPole"], sizes=[1], link=PROFILES["docker"])
-    )
+
+@pytest.fixture(scope="module")
+def cartpole_image() -> Iterator[str]:
+    """Our gymnasium image on a running engine (built when missing); skipped without one."""
+    try:
+        client = docker_client()
+    except DockerUnavailableError as exc:
+        pytest.skip(f"no Docker engine: {str(exc).splitlines()[0]}")
+    tag = image_of(ENV_SPECS["CartPole"])
+    try:
+        client.images.get(tag)
+    except Exception:
+        build_images(["gymnasium"], client=client, progress=lambda line: None)
+    yield tag
+    client.close()
+
+
+def test_without_an_engine_the_docker_profile_s_cells_skip_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    settings = Settings(envs=["CartPole"], sizes=[1], link=PROFILES["docker"])
+    context = Context(ENV_SPECS["CartPole"], settings)
     with running_servers(context, lambda line: None) as running:
         assert running.urls == []
-        assert "--link docker is recorded" in running.server_problem
+        assert "--link docker needs a Docker engine" in running.server_problem
+        with pytest.raises(ContenderUnavailableError, match="needs a Docker engine"):
+            running.require_servers()
+
+
+def test_the_docker_profile_serves_from_a_container_without_shared_memory_or_compression(
+    cartpole_image: str,
+) -> None:
+    settings = Settings(envs=["CartPole"], sizes=[2], link=PROFILES["docker"], workers=1)
+    context = Context(ENV_SPECS["CartPole"], settings)
+    lines: list[str] = []
+    with running_servers(context, lines.append) as running:
+        assert running.server_problem == ""
+        (url,) = running.urls
+        assert url.startswith("http://127.0.0.1:")
+        assert running.server_urls == running.urls  # no proxy: docker-proxy is the link
+        assert cartpole_image in lines[0]
+        # What compression="auto" and the shared-memory probe do by themselves here: the
+        # peer is on a loopback address (docker-proxy), so no compression is offered, and
+        # the container's own /dev/shm does not hold the probe, so no shared memory.
+        connect = ConnectOptions(compression="auto", reply_timeout=20)
+        (channel,) = Opener(connect, "auto", True, None).open_group(url, [0, 1], [], 1)
+        try:
+            assert channel.session.peer_on_loopback
+            assert isinstance(channel, BatchChannel)
+            assert not channel.shared_memory
+            channel.session.send(channel.frame([("reset", {}), ("reset", {})]) or b"")
+            raw = channel.session.receive(time.monotonic() + 20)
+            assert isinstance(raw, bytes)
+            assert not raw.startswith(COMPRESSED_MAGIC)
+            assert channel.parse(raw, url).fields["observation"].shape == (2, 4)
+        finally:
+            close_all([channel.session])
+    assert "Docker containers" in context.notes[0]
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def test_a_linked_row_carries_its_bounds_from_the_server_s_measured_step_cost() -> None:
+    settings = Settings(
+        envs=["CartPole"],
+        sizes=[2],
+        seconds=0.3,
+        warmup=0.1,
+        workers=1,
+        contenders=["ours-binary"],
+        link=parse_link("rtt_ms=4"),
+        server_bounds=True,
+    )
+    (result,) = run_groups(plan(settings, log=lambda line: None), 0.3, 0.1, log=lambda line: None)
+    assert result.ok, result.reason
+    assert result.bounds.startswith("N/RTT 500/s; N/(RTT + server ")
+    assert result.bound is not None
+    assert 0 < result.bound < 500  # the server's stepping adds to the round trip
+    table = parse_table(format_table([result]))
+    assert table[0]["bounds"] == result.bounds
+    # Without a link the table keeps its columns.
+    result.bounds = ""
+    assert list(parse_table(format_table([result]))[0]) == list(TABLE_COLUMNS)
+
+
+def test_the_server_time_is_the_step_cost_times_each_worker_s_share() -> None:
+    wan = parse_link("wan")
+    cheap = RowBound(wan, num_envs=64, step_seconds=10e-6, workers=2)
+    assert cheap.connections == 2  # 64 x 10 µs is worth a second worker
+    assert cheap.server_seconds == pytest.approx(32 * 10e-6)
+    one = RowBound(wan, num_envs=16, step_seconds=5e-6, workers=2)
+    assert one.connections == 1  # 16 x 5 µs is not
+    assert one.server_seconds == pytest.approx(16 * 5e-6)
+    spread = RowBound(wan, num_envs=16, step_seconds=550e-6, workers=2, servers=2)
+    assert spread.server_seconds == pytest.approx(4 * 550e-6)  # 8 per server, 2 workers each
+    assert spread.with_server == pytest.approx(16 / (0.020 + 4 * 550e-6))
+    assert measured_step_seconds(["http://127.0.0.1:1"], samples=2) is None  # no server

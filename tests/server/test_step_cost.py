@@ -3,6 +3,7 @@ real environments, refined by real batch steps, reported by ``GET /capacity``.""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 from openenv_gym import OpenEnvVectorEnv
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.envs.gymnasium.environment import GymnasiumEnvironment
+from openenv_gym.server.app import OpenEnvServer
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import Observation, State
 from openenv_gym.server.step_cost import CALIBRATION_STEPS, StepCost
@@ -108,3 +110,39 @@ def test_capacity_reports_the_calibrated_then_the_measured_cost() -> None:
         assert server.sessions.step_cost.measured
         measured = httpx.get(thread.url + "/capacity", timeout=10).json()["step_seconds"]
         assert measured == server.sessions.step_cost.seconds
+
+
+class _SlowReset(GymnasiumEnvironment):
+    """CartPole whose resets take half a second (as a ROM load would)."""
+
+    def __init__(self) -> None:
+        super().__init__("CartPole-v1")
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> Any:
+        time.sleep(0.5)
+        return super().reset(seed=seed, episode_id=episode_id, **kw)
+
+
+def test_batches_that_reset_do_not_count_as_steps() -> None:
+    probe = _SlowReset()
+    server = OpenEnvServer(
+        _SlowReset,
+        action_type=probe.action_model,
+        observation_type=probe.observation_model,
+        max_sessions=2,
+    )
+    probe.close()
+    with ServerThread(server) as thread:
+        envs = OpenEnvVectorEnv(None, 2, base_url=thread.url)
+        try:
+            envs.reset(seed=0)  # one batch of two half-second resets
+            assert not server.sessions.step_cost.measured
+            for _ in range(5):
+                envs.step(envs.action_space.sample())
+        finally:
+            envs.close()
+    cost = server.sessions.step_cost.seconds
+    assert cost is not None
+    # Steps alone: no trace of the resets' half second (the first sample would have stayed
+    # in the moving average for hundreds of steps).
+    assert cost < 0.25

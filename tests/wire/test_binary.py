@@ -25,6 +25,7 @@ from openenv_gym.wire.binary import (
     encode_frame,
     encode_observation_frame,
     is_binary_frame,
+    load_frame,
 )
 from openenv_gym.wire.messages import http_to_ws_url
 
@@ -256,3 +257,18 @@ def test_gymnasium_box_observations_travel_binary_and_match_json(cartpole_url: s
         binary.close()
         plain.close()
         raw.close()
+
+
+def test_arrays_can_be_read_as_read_only_views_of_the_frame_instead_of_copies() -> None:
+    screen = np.arange(210 * 160 * 3, dtype=np.uint8).reshape(210, 160, 3)
+    frame = encode_frame(
+        {"type": "observation", "data": {"observation": {}}}, [(["screen"], screen)]
+    )
+    copied = decode_frame(frame)["screen"]
+    viewed = decode_frame(frame, copy=False)["screen"]
+    assert copied.flags.writeable
+    assert not viewed.flags.writeable  # the frame's own bytes: nothing can change them
+    assert np.shares_memory(viewed, np.frombuffer(frame, np.uint8))
+    assert not np.shares_memory(copied, np.frombuffer(frame, np.uint8))
+    assert (viewed == screen).all()
+    assert (load_frame(frame, copy=False)["screen"] == screen).all()
