@@ -146,6 +146,45 @@ def test_synchronous_pool_steps_as_the_vector_env_does(cartpole_server: str) -> 
         envs.close()
 
 
+def test_synchronous_pool_takes_actions_in_env_id_order_and_partial_sends(
+    cartpole_server: str,
+) -> None:
+    """A synchronous send of every sub-env (any order of ``env_id``) is one round trip; a
+    send of some of them goes the asynchronous way; a send while one is out is refused."""
+    envs = OpenEnvVectorEnv(None, 4, base_url=cartpole_server)
+    try:
+        envs.reset(seed=0)
+        expected = envs.step(np.arange(4) % 2)[0]
+    finally:
+        envs.close()
+    with make_pool(None, 4, base_url=cartpole_server, max_episode_steps=50) as pool:
+        pool.reset(seed=0)
+        # sub-env i gets action i % 2 whatever the order env_id lists them in
+        order = np.array([3, 1, 0, 2])
+        obs, _, _, _, info = pool.step(order % 2, order)
+        np.testing.assert_array_equal(obs, expected)
+        np.testing.assert_array_equal(info["env_id"], np.arange(4))
+        np.testing.assert_array_equal(info["elapsed_step"], [1, 1, 1, 1])
+        pool.send(np.zeros(4, dtype=np.int64))
+        with pytest.raises(PoolUsageError, match="already in flight"):
+            pool.send(np.zeros(4, dtype=np.int64))
+        with pytest.raises(PoolUsageError, match="already in flight"):
+            pool.send(np.zeros(1, dtype=np.int64), np.array([2]))
+        _, _, _, _, info = pool.recv()
+        np.testing.assert_array_equal(info["elapsed_step"], [2, 2, 2, 2])
+        # Two halves, then one recv of all four.
+        pool.send(np.zeros(2, dtype=np.int64), np.array([0, 1]))
+        pool.send(np.zeros(2, dtype=np.int64), np.array([2, 3]))
+        _, _, _, _, info = pool.recv()
+        assert sorted(info["env_id"].tolist()) == [0, 1, 2, 3]
+        np.testing.assert_array_equal(info["elapsed_step"], [3, 3, 3, 3])
+        # A reset while a synchronous round trip is out waits it out and drops it.
+        pool.send(np.zeros(4, dtype=np.int64))
+        _, info = pool.reset(seed=1)
+        _, _, _, _, info = pool.step(np.zeros(4, dtype=np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], [1, 1, 1, 1])
+
+
 def test_autoreset_is_envpools_next_step(cartpole_server: str) -> None:
     with make_pool(None, 2, base_url=cartpole_server, max_episode_steps=3) as pool:
         pool.reset(seed=0)
