@@ -170,11 +170,13 @@ TARGETS: Final = (
 )
 
 
-def format_targets(cells: Sequence[CellResult]) -> str:
-    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio."""
+def format_targets(cells: Sequence[CellResult], extra: Sequence[Target] = ()) -> str:
+    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio;
+    then those of ``extra`` (another issue's) that the run measured."""
     lines = ["| target | verdict | measured | ratio |", "|---|---|---|---:|"]
-    for target in TARGETS:
-        verdict = target.assess(cells)
+    verdicts = [target.assess(cells) for target in TARGETS]
+    verdicts += [v for v in (t.assess(cells) for t in extra) if v.status != NOT_MEASURED]
+    for verdict in verdicts:
         ratio = "-" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
         status = f"**{verdict.status}**" if verdict.status == MET else verdict.status
         lines.append(f"| {verdict.text} | {status} | {verdict.numbers} | {ratio} |")
