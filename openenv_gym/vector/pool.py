@@ -114,6 +114,9 @@ class OpenEnvPool:
         self._connections = connections = Connections(
             self.num_envs,
             encoding=choice,
+            # Batches in flight at once, each on its own connection (a connection carries
+            # one frame at a time).
+            sessions_per_connection=None if self.batch_size == self.num_envs else self.batch_size,
             connect_options=ConnectOptions(
                 encoding=encoding,
                 connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),

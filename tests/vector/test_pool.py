@@ -124,6 +124,25 @@ def test_async_pool_serves_every_sub_env_in_batches(cartpole_server: str) -> Non
         assert served.min() >= 25, served  # nobody starved
 
 
+def test_each_batch_can_be_in_flight_on_a_connection_of_its_own(cartpole_server: str) -> None:
+    """A connection carries one frame at a time: the pool opens one per batch_size sub-envs
+    (the vector env, at most one per worker), so two batches are on the wire at once."""
+    envs = OpenEnvVectorEnv(None, 6, base_url=cartpole_server)
+    try:
+        assert len(envs.connections) <= 2  # CartPole's step cost is worth one or two workers
+    finally:
+        envs.close()
+    with make_pool(None, 6, batch_size=2, base_url=cartpole_server) as pool:
+        assert len(pool.connections) == 3
+        pool.async_reset(seed=0)
+        seen: set[int] = set()
+        for _ in range(6):
+            ids = pool.recv()[4]["env_id"]
+            seen.update(ids.tolist())
+            pool.send(np.zeros(2, dtype=np.int64), ids)
+        assert seen == set(range(6))
+
+
 def test_synchronous_pool_steps_as_the_vector_env_does(cartpole_server: str) -> None:
     envs = OpenEnvVectorEnv(None, 4, base_url=cartpole_server)
     pool = make_pool(None, 4, base_url=cartpole_server)
