@@ -167,3 +167,17 @@ def test_pool_targets_show_only_when_measured_and_the_learner_row_only_over_wan(
     over_wan = parse_table(format_targets(cells, pool_targets("wan")))
     assert over_wan[-1]["target"] == POOL_TARGETS[-1].text
     assert (over_wan[-1]["verdict"], over_wan[-1]["ratio"]) == ("**met**", "1.25x")
+
+
+def test_a_target_takes_the_median_of_interleaved_pairs() -> None:
+    cells = [
+        _cell("ours-binary", "CartPole", 16, 1000.0),
+        _cell("ours-pool", "CartPole", 16, 3000.0),  # a pair disturbed by other work
+        _cell("ours-binary", "CartPole", 16, 1100.0),
+        _cell("ours-pool", "CartPole", 16, 1050.0),
+        _cell("ours-binary", "CartPole", 16, 2000.0),
+        _cell("ours-pool", "CartPole", 16, 1000.0),
+    ]
+    verdict = POOL_TARGETS[0].assess(cells)
+    assert verdict.numbers == "ours-pool 1,050 / ours-binary 1,100 steps/s"
+    assert verdict.ratio == pytest.approx(1050 / 1100)
