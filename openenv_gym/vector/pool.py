@@ -484,7 +484,7 @@ class OpenEnvPool:
                 infos = self._add_info(infos, {RECONNECTED_KEY: True}, i)
         np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
         self._last = self._every
-        infos["env_id"] = self._every
+        infos["env_id"] = self._every.copy()
         infos["elapsed_step"] = buffers.elapsed.copy()
         buffers.finish()
         return (
