@@ -44,7 +44,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import concatenate, create_empty_array
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
@@ -501,12 +500,7 @@ class OpenEnvPool:
         self, ids: np.ndarray
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         buffers = self._buffers
-        if buffers.stacked:
-            obs = buffers.observations[ids]
-        else:
-            space = self.observation_space
-            rows = [buffers.observation_of(int(i)) for i in ids]
-            obs = concatenate(space, rows, create_empty_array(space, len(rows)))
+        obs = buffers.batch_of(ids)
         info = take_info_rows(self._infos, ids)
         info["env_id"] = ids
         info["elapsed_step"] = buffers.elapsed[ids]
