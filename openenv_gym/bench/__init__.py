@@ -48,7 +48,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Run the suite (or measure ``--url``) for parsed options; print and write the report."""
     from pathlib import Path
 
-    from openenv_gym.bench import suite, targets, url
+    from openenv_gym.bench import pool_contenders, suite, targets, url
     from openenv_gym.bench.runner import run_and_report
 
     settings = suite.settings_from_args(args)
@@ -77,7 +77,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         warmup=settings.warmup,
         out_dir=out_dir,
         what=suite.describe(settings),
-        targets=targets.format_targets,
+        targets=lambda results: targets.format_targets(
+            results, pool_contenders.pool_targets(settings.link.name)
+        ),
     )
     return 0
 

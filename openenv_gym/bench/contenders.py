@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from openenv_gym.bench import local, remote
+from openenv_gym.bench import local, pool_contenders, remote
 from openenv_gym.bench.context import Context
 from openenv_gym.bench.measure import Driver
 
@@ -36,12 +36,14 @@ class Contender:
         label: Human name for the table.
         open: Builds a :class:`~openenv_gym.bench.measure.Driver` for N sub-envs.
         single_only: Measured at N=1 only (single-env contenders).
+        opt_in: Runs only when ``--contenders`` names it.
     """
 
     key: str
     label: str
     open: Callable[[Context, int], Driver]
     single_only: bool = False
+    opt_in: bool = False
 
     @property
     def remote(self) -> bool:
@@ -67,6 +69,29 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
     Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
     Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
     Contender("ours-zstd", "ours vector (binary, zstd forced)", remote.open_ours_zstd),
+    Contender("ours-pool", "ours pool (batch_size=N)", pool_contenders.open_ours_pool),
+    Contender(
+        "learner-vector",
+        "ours vector + learner 0.5 ms/env",
+        pool_contenders.open_learner_vector,
+        opt_in=True,
+    ),
+    Contender(
+        "learner-pool",
+        "ours pool (batch N/2) + learner 0.5 ms/env",
+        pool_contenders.open_learner_pool,
+        opt_in=True,
+    ),
+    Contender(
+        "variable-vector",
+        "ours vector + learner 2 ms/step",
+        pool_contenders.open_variable_vector,
+    ),
+    Contender(
+        "variable-pool",
+        "ours pool (batch N/2) + learner 2 ms/batch",
+        pool_contenders.open_variable_pool,
+    ),
 )
 
 CONTENDER_KEYS: Final = tuple(c.key for c in CONTENDERS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -34,6 +34,10 @@ class EnvSpec:
         envpool_kwargs: ``envpool.make`` keyword arguments matching ``make_kwargs``.
         requires_module: A module the raw env and our server need (``ale_py``), or ``None``.
         raw_obs_bytes: One observation as raw array bytes (for a link's bandwidth bound).
+        server: Starts the env's server itself (given the settings; yields its URL) in place
+            of ``openenv-gym serve serve_args``; ``None``: ours.
+        contenders: The only contenders that run on this env (``None``: every one but those
+            that name their envs).
     """
 
     name: str
@@ -48,6 +52,16 @@ class EnvSpec:
     envpool_kwargs: dict[str, Any]
     requires_module: str | None = None
     raw_obs_bytes: int = 0
+    server: Callable[[Settings], AbstractContextManager[str]] | None = None
+    contenders: tuple[str, ...] | None = None
+
+
+def variable_time_server(settings: Settings) -> AbstractContextManager[str]:
+    """The ``Variable`` env's server: the official package's, exponential step times (see
+    :mod:`openenv_gym.bench.variable_steps`), with room for the largest N twice over."""
+    from openenv_gym.bench.variable_steps import MEAN_MS, serve
+
+    return serve(MEAN_MS / 1000, 2 * max(settings.sizes, default=1) + 8)
 
 
 ENV_SPECS: Final[dict[str, EnvSpec]] = {
@@ -99,6 +113,23 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
         },
         requires_module="ale_py",
         raw_obs_bytes=210 * 160 * 3,  # one RGB screen
+    ),
+    # An official-package server whose steps take a variable time: the pool's workload.
+    "Variable": EnvSpec(
+        name="Variable",
+        gym_id="",
+        make_kwargs={},
+        n_actions=2,
+        serve_args=(),
+        openenv_id="",
+        openenv_kwargs={},
+        official_action_field="action",
+        envpool_id="",
+        envpool_kwargs={},
+        requires_module="openenv",
+        raw_obs_bytes=8,
+        server=variable_time_server,
+        contenders=("variable-vector", "variable-pool"),
     ),
 }
 
@@ -205,6 +236,19 @@ def running_servers(context: Context, log: Callable[[str], None]) -> Iterator[Co
         context.server_problem = docker_problem(spec)
     if context.server_problem:
         yield context
+        return
+    if spec.server is not None:
+        with ExitStack() as stack:
+            try:
+                url = stack.enter_context(spec.server(settings))
+                if link.proxied:
+                    url = stack.enter_context(linked_url(url, link))
+                context.urls.append(url)
+            except Exception as exc:
+                context.server_problem = f"the {spec.name} server did not start: {one_line(exc)}"
+            else:
+                log(f"[{spec.name}] server: {url}")
+            yield context
         return
     serve_args = list(spec.serve_args)
     if settings.workers is not None:

@@ -83,12 +83,15 @@ class Window:
         seconds: Wall time of the window.
         cpu_seconds: CPU time of this process during the window.
         latencies: Wall time of each ``step()`` call, in seconds.
+        env_steps: Env steps in the window when a call is not N of them (a pool's batch);
+            ``None``: ``calls`` x N.
     """
 
     calls: int
     seconds: float
     cpu_seconds: float
     latencies: list[float]
+    env_steps: int | None = None
 
 
 class Driver(Protocol):
@@ -213,7 +216,7 @@ def measure(
     if warmup > 0:
         driver.run(actions, warmup)
     window = driver.run(actions, seconds)
-    env_steps = window.calls * num_envs
+    env_steps = window.calls * num_envs if window.env_steps is None else window.env_steps
     p50, p90, p99 = (float(v) * 1e6 for v in np.percentile(window.latencies, PERCENTILES))
     return CellResult(
         env="",

@@ -22,7 +22,7 @@ from openenv_gym.argument_types import microseconds, positive_int, positive_seco
 from openenv_gym.bench.links import link_argument
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
-ENV_NAMES: Final = ("CartPole", "Pong")
+ENV_NAMES: Final = ("CartPole", "Pong", "Variable")
 #: Contender keys, as in :data:`openenv_gym.bench.contenders.CONTENDERS`.
 CONTENDER_KEYS: Final = (
     "raw",
@@ -36,6 +36,11 @@ CONTENDER_KEYS: Final = (
     "ours-json",
     "ours-binary",
     "ours-zstd",
+    "ours-pool",
+    "learner-vector",
+    "learner-pool",
+    "variable-vector",
+    "variable-pool",
 )
 DEFAULT_SIZES: Final = (1, 2, 4, 8, 16)
 QUICK_SIZES: Final = (1, 8)
@@ -112,7 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=name_list(ENV_NAMES),
         default=None,
         metavar="LIST",
-        help=f"envs to run, from {','.join(ENV_NAMES)} (default: all; with --quick: CartPole)",
+        help=f"envs to run, from {','.join(ENV_NAMES)} (default: CartPole,Pong; with --quick: "
+        "CartPole; Variable, an official server whose steps take a variable time, when "
+        "--contenders names variable-vector or variable-pool)",
     )
     parser.add_argument(
         "--n",

@@ -31,6 +31,11 @@ COLORS: Final = {
     "ours-json": "#d62728",
     "ours-binary": "#000000",
     "ours-zstd": "#17becf",
+    "ours-pool": "#393b79",
+    "learner-vector": "#ff9896",
+    "learner-pool": "#31a354",
+    "variable-vector": "#e6550d",
+    "variable-pool": "#3182bd",
     "ours-vector": "#d62728",
 }
 #: One marker per contender, all distinct.
@@ -46,6 +51,11 @@ MARKERS: Final = {
     "ours-json": "o",
     "ours-binary": "p",
     "ours-zstd": "d",
+    "ours-pool": "H",
+    "learner-vector": "<",
+    "learner-pool": ">",
+    "variable-vector": "1",
+    "variable-pool": "2",
     "ours-vector": "8",
 }
 

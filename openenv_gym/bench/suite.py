@@ -12,11 +12,12 @@ Example:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from openenv_gym.bench.contenders import CONTENDERS, Contender
-from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_servers
+from openenv_gym.bench.context import ENV_SPECS, Context, EnvSpec, Settings, running_servers
 from openenv_gym.bench.links import PROFILES
 from openenv_gym.bench.measure import ActionStream
 from openenv_gym.bench.options import (
@@ -34,7 +35,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """The :class:`Settings` for parsed arguments (``--quick`` fills what was not given)."""
     seconds = args.seconds or (QUICK_SECONDS if args.quick else DEFAULT_SECONDS)
     return Settings(
-        envs=args.envs or (["CartPole"] if args.quick else list(ENV_SPECS)),
+        envs=args.envs or default_envs(args.quick, args.contenders),
         sizes=args.n or list(QUICK_SIZES if args.quick else DEFAULT_SIZES),
         seconds=seconds,
         warmup=args.warmup if args.warmup is not None else min(MAX_WARMUP, seconds / 6),
@@ -47,8 +48,31 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-def _chosen(settings: Settings) -> list[Contender]:
-    return [c for c in CONTENDERS if settings.contenders is None or c.key in settings.contenders]
+def default_envs(quick: bool, contenders: Sequence[str] | None) -> list[str]:
+    """The envs without ``--envs``: CartPole (``--quick``) or every env open to all
+    contenders, and each env of its own contenders (``Variable``) that ``contenders`` names.
+
+    Example:
+        >>> default_envs(False, None), default_envs(True, ["ours-pool", "variable-pool"])
+        (['CartPole', 'Pong'], ['CartPole', 'Variable'])
+    """
+    envs = ["CartPole"] if quick else [n for n, s in ENV_SPECS.items() if s.contenders is None]
+    named = set(contenders or ())
+    envs += [n for n, s in ENV_SPECS.items() if s.contenders and named.intersection(s.contenders)]
+    return envs
+
+
+def _chosen(settings: Settings, spec: EnvSpec) -> list[Contender]:
+    """The contenders of ``spec``: those it names, or every one no env claims; an opt-in
+    contender only when ``--contenders`` names it."""
+    claimed = {key for s in ENV_SPECS.values() for key in s.contenders or ()}
+    named = settings.contenders
+    return [
+        c
+        for c in CONTENDERS
+        if (c.key in spec.contenders if spec.contenders is not None else c.key not in claimed)
+        and (c.key in named if named is not None else not c.opt_in)
+    ]
 
 
 def planned_cell(context: Context, contender: Contender, n: int) -> PlannedCell:
@@ -70,13 +94,15 @@ def planned_cell(context: Context, contender: Contender, n: int) -> PlannedCell:
 def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
     """One group per env: the single-env contenders at N=1 first, then every N in turn."""
     groups = []
-    chosen = _chosen(settings)
     for env in settings.envs:
         context = Context(ENV_SPECS[env], settings)
+        chosen = _chosen(settings, context.spec)
         cells = [planned_cell(context, c, 1) for c in chosen if c.single_only]
         cells += [
             planned_cell(context, c, n) for n in settings.sizes for c in chosen if not c.single_only
         ]
+        if not cells:  # no contender of this env was chosen: no servers to start
+            continue
 
         def setup(context: Context = context) -> Any:
             return running_servers(context, log)

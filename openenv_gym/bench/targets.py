@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -57,15 +58,24 @@ def find(cells: Sequence[CellResult], env: str, contender: str, n: int) -> CellR
     return None
 
 
-def _value(cell: CellResult | None, kind: str) -> float | None:
-    if cell is None:
-        return None
-    return cell.steps_per_s if kind == RATE else cell.cpu_us_per_step
+def _value(
+    cells: Sequence[CellResult], env: str, contender: str, n: int, kind: str
+) -> float | None:
+    """The median over the measured cells of ``contender`` at ``env`` and N (a run that gives
+    an N twice, ``--n 16,16``, measures interleaved pairs), or ``None``."""
+    values = [
+        value
+        for cell in cells
+        if (cell.env, cell.contender, cell.num_envs) == (env, contender, n) and cell.ok
+        if (value := cell.steps_per_s if kind == RATE else cell.cpu_us_per_step) is not None
+    ]
+    return float(statistics.median(values)) if values else None
 
 
 @dataclass(frozen=True)
 class Target:
-    """``best of ours`` against ``reference``: a rate ``>= factor x``, or CPU ``<= factor x``.
+    """``best of ours`` against ``reference``: a rate ``>= factor x``, or CPU ``<= factor x``
+    (each the median of its cells when a run measured them more than once).
 
     Attributes:
         text: The goal as the issue states it.
@@ -92,9 +102,9 @@ class Target:
         ours = [
             (value, key)
             for key in self.contenders
-            if (value := _value(find(cells, self.env, key, self.n), self.kind)) is not None
+            if (value := _value(cells, self.env, key, self.n, self.kind)) is not None
         ]
-        reference = _value(find(cells, self.env, self.reference, self.reference_n), self.kind)
+        reference = _value(cells, self.env, self.reference, self.reference_n, self.kind)
         if not ours or not reference:
             missing = [] if ours else ["/".join(self.contenders) + f"({self.n})"]
             missing += [] if reference else [f"{self.reference}({self.reference_n})"]
@@ -170,11 +180,13 @@ TARGETS: Final = (
 )
 
 
-def format_targets(cells: Sequence[CellResult]) -> str:
-    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio."""
+def format_targets(cells: Sequence[CellResult], extra: Sequence[Target] = ()) -> str:
+    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio;
+    then those of ``extra`` (another issue's) that the run measured."""
     lines = ["| target | verdict | measured | ratio |", "|---|---|---|---:|"]
-    for target in TARGETS:
-        verdict = target.assess(cells)
+    verdicts = [target.assess(cells) for target in TARGETS]
+    verdicts += [v for v in (t.assess(cells) for t in extra) if v.status != NOT_MEASURED]
+    for verdict in verdicts:
         ratio = "-" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
         status = f"**{verdict.status}**" if verdict.status == MET else verdict.status
         lines.append(f"| {verdict.text} | {status} | {verdict.numbers} | {ratio} |")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, create_empty_array
@@ -324,6 +325,17 @@ class BatchBuffers:
             raise ActionMaskUnavailableError("call reset() before action_masks()")
         return np.stack([action_codec.mask(legal, legal_key) for legal in chosen])
 
+    def batch_of(self, indices: np.ndarray) -> Any:
+        """A new batch of the observations of sub-envs ``indices``, in that order (a pool's
+        ``recv``); nothing in it is shared with the buffers."""
+        if self.stacked:
+            return self.observations[indices]
+        space = self.codec.space
+        rows = [self._env_obs[i] for i in indices.tolist()]
+        batch = concatenate(space, rows, create_empty_array(space, len(rows)))
+        # Box-like leaves are copied into the new arrays; others (Text, Graph, ...) are not.
+        return batch if _array_leaves(space) else deepcopy(batch)
+
     def observation_of(self, index: int) -> Any:
         """A copy of sub-env ``index``'s current observation."""
         if self.stacked:
@@ -335,6 +347,24 @@ class BatchBuffers:
     def row_info(self, result: BatchResult, position: int) -> dict[str, Any]:
         """The info of one position of a result (as the single env makes it)."""
         return reply_info(self.codec, result.reply(position))
+
+
+def _array_leaves(space: gym.Space[Any]) -> bool:
+    """Whether every leaf of ``space`` batches into a numpy array of its own.
+
+    Example:
+        >>> from gymnasium import spaces
+        >>> _array_leaves(spaces.Dict({"a": spaces.Discrete(2), "b": spaces.Text(4)}))
+        False
+    """
+    if isinstance(space, gym.spaces.Dict):
+        return all(_array_leaves(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return all(_array_leaves(s) for s in space.spaces)
+    return isinstance(
+        space,
+        gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiBinary | gym.spaces.MultiDiscrete,
+    )
 
 
 def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:

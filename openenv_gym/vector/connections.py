@@ -16,6 +16,7 @@ is :meth:`Connections.reopen`, retried as :mod:`openenv_gym.vector.reconnect` sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,9 @@ class Connections:
         connect_options: ``connect_timeout`` and ``token`` (enough for capacity checks);
             :meth:`adopt` takes the env's complete ones.
         server_fleet: Where the embedded servers run (``None``: child processes here).
+        sessions_per_connection: At most this many sub-envs on one batch connection (a
+            pool's ``batch_size``: its batches are then in flight at once, each on a
+            connection of its own); ``None``: as many as the workers' share.
     """
 
     def __init__(
@@ -89,8 +93,10 @@ class Connections:
         encoding: EncodingChoice,
         connect_options: ConnectOptions,
         server_fleet: ServerFleet | None = None,
+        sessions_per_connection: int | None = None,
     ) -> None:
         self.num_envs = num_envs
+        self._per_connection = sessions_per_connection
         self._servers = SubEnvServers(num_envs, encoding=encoding, server_fleet=server_fleet)
         self._encoding = encoding
         self._options = connect_options
@@ -230,10 +236,11 @@ class Connections:
             try:
                 workers = self._workers.get(url, 1)
                 sockets = self._servers.unix_sockets(url)
-                count = worker_connections(
-                    len(group), len(sockets) or workers, self._step_seconds.get(url)
-                )
-                outcomes.append(opener.open_group(url, group, sockets, count))
+                distinct = len(sockets) or workers
+                count = worker_connections(len(group), distinct, self._step_seconds.get(url))
+                if self._per_connection is not None:
+                    count = max(count, math.ceil(len(group) / self._per_connection))
+                outcomes.append(opener.open_group(url, group, sockets, count, distinct))
             except (OpenEnvGymError, SessionsRefusedError) as exc:
                 outcomes.append(exc)
         opened = [c for outcome in outcomes if isinstance(outcome, list) for c in outcome]

@@ -88,14 +88,21 @@ class Opener:
         return self.options.reply_timeout
 
     def open_group(
-        self, url: str, indices: list[int], sockets: Sequence[str], spread: int
+        self,
+        url: str,
+        indices: list[int],
+        sockets: Sequence[str],
+        spread: int,
+        workers: int | None = None,
     ) -> list[Channel]:
         """Connections for the sub-envs ``indices`` of the server at ``url``.
 
         Args:
             sockets: The server's Unix sockets (a server this env started), or none.
-            spread: How many batch connections (on distinct worker processes) to spread
-                the sub-envs over, ``1..len(indices)`` (:func:`worker_connections`).
+            spread: How many batch connections to spread the sub-envs over,
+                ``1..len(indices)`` (:func:`worker_connections`; more for a pool).
+            workers: The server's worker processes (``None``: ``spread``); the first
+                ``min(spread, workers)`` connections are on distinct ones.
 
         Raises:
             SessionsRefusedError: The server refused sessions (``CAPACITY_REACHED``).
@@ -105,8 +112,9 @@ class Opener:
         if self.batch:
             first = self.connect(url, sockets, range(spread), batch=True)
             if all(connection.batch for connection in first):
-                if not sockets and spread > 1:
-                    first = self._spread_over_workers(url, first)
+                distinct = spread if workers is None else min(spread, workers)
+                if not sockets and distinct > 1:
+                    first = self._spread_over_workers(url, first, distinct)
                 return self._open_batches(first, indices)
             plain = first  # an official server: one session per connection
         try:
@@ -177,9 +185,9 @@ class Opener:
         return connections
 
     def _spread_over_workers(
-        self, url: str, connections: list[BlockingConnection]
+        self, url: str, connections: list[BlockingConnection], distinct: int
     ) -> list[BlockingConnection]:
-        """Connections on distinct worker processes, as many as ``connections``.
+        """As many connections, ``distinct`` of them on distinct worker processes.
 
         The kernel hands connections to a multi-worker server's processes by a hash, so two
         may land on one process while another idles; replace such duplicates (a few tries).
@@ -192,7 +200,7 @@ class Opener:
             else:
                 kept[connection.worker] = connection
         tries = 4 * len(connections)
-        while spare and tries > 0 and None not in kept:
+        while spare and tries > 0 and None not in kept and len(kept) < distinct:
             tries -= 1
             (candidate,) = self.connect(url, [], range(1), batch=True)
             if candidate.worker in kept or not candidate.batch:

@@ -4,8 +4,11 @@ A synchronous vector step is as slow as its slowest sub-env. The pool follows en
 gymnasium calling convention instead: :meth:`OpenEnvPool.recv` returns the first
 ``batch_size`` sub-envs whose replies came (``info["env_id"]`` names them), and
 :meth:`OpenEnvPool.send` steps only those, while the others are still stepping on their
-servers. With ``batch_size == num_envs`` (the default) it is synchronous: ``step(actions)``
-steps every sub-env, as :class:`~openenv_gym.vector.OpenEnvVectorEnv` does.
+servers. With ``batch_size == num_envs`` (the default) it is synchronous: a ``send`` of
+every sub-env goes out and is collected by the very path of
+:class:`~openenv_gym.vector.OpenEnvVectorEnv`'s ``step`` (one frame per connection, the
+replies read in connection order, whole columns written at once), so the pool costs
+nothing when it is not needed; ``info["env_id"]`` is then ``0..num_envs-1``.
 
 Against our servers the sub-envs of one connection that are sent together travel in one
 ``batch_step`` frame; a connection carries one frame at a time (a send for its other
@@ -33,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,7 +44,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import concatenate, create_empty_array
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
@@ -51,7 +54,8 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.connections import Connections
+from openenv_gym.vector.channels import Channel
+from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.env import RECONNECTED_KEY
 from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
@@ -68,6 +72,7 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
+from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
 
@@ -108,6 +113,9 @@ class OpenEnvPool:
         self._connections = connections = Connections(
             self.num_envs,
             encoding=choice,
+            # Batches in flight at once, each on its own connection (a connection carries
+            # one frame at a time).
+            sessions_per_connection=None if self.batch_size == self.num_envs else self.batch_size,
             connect_options=ConnectOptions(
                 encoding=encoding,
                 connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
@@ -153,7 +161,12 @@ class OpenEnvPool:
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
         self._ready: deque[int] = deque()  # reply read, not returned by recv() yet
         self._flights = InFlight(connections, self.num_envs)
-        self._last = np.arange(self.num_envs)
+        self._every = np.arange(self.num_envs)
+        self._every_list = list(range(self.num_envs))
+        self._last = self._every
+        # A synchronous send of every sub-env (batch_size == num_envs), not collected yet:
+        # the vector env's round trip, and the sub-envs whose op was an autoreset.
+        self._round_trip: tuple[Pending, frozenset[int] | None] | None = None
 
     # ------------------------------------------------------------------ envpool API
 
@@ -223,8 +236,16 @@ class OpenEnvPool:
                 number of actions differs.
             ActionOutOfSpaceError: An action is outside the action space (nothing is sent).
         """
+        self._send(actions, env_id, defer=False)
+
+    def _send(self, actions: Any, env_id: Any, *, defer: bool) -> None:
+        """:meth:`send`; ``defer``: a synchronous round trip only builds its frames (the
+        following :meth:`recv` sends and reads them in one go, as the vector env's step)."""
         self._check_open()
         ids = self._check_ids(self._last if env_id is None else env_id, busy_ok=False)
+        if self._synchronous(ids):
+            self._send_every(actions, ids, defer=defer)
+            return
         unstarted = [i for i in ids if not self._started[i]]
         if unstarted:
             raise PoolUsageError(
@@ -256,6 +277,9 @@ class OpenEnvPool:
             SubEnvError: A connection broke (and ``reconnect`` is off or failed).
         """
         self._check_open()
+        if self._round_trip is not None:
+            round_trip, self._round_trip = self._round_trip, None
+            return self._recv_every(*round_trip)
         need = self.batch_size
         if len(self._ready) + len(self._in_flight) < need:
             raise PoolUsageError(
@@ -273,7 +297,7 @@ class OpenEnvPool:
         self, actions: Any, env_id: Any = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """:meth:`send` then :meth:`recv`."""
-        self.send(actions, env_id)
+        self._send(actions, env_id, defer=True)
         return self.recv()
 
     @property
@@ -384,10 +408,91 @@ class OpenEnvPool:
 
     def _drain(self) -> None:
         """Wait out the frames in flight and forget every reply not returned yet."""
+        if self._round_trip is not None:
+            pending, _ = self._round_trip
+            self._round_trip = None
+            with contextlib.suppress(Exception):  # replies dropped: only their order matters
+                self._connections.collect(pending)
         self._flights.drain()
         self._in_flight.clear()
         self._ready.clear()
         self._infos = {}
+
+    # ------------------------------------------------------------------ synchronous path
+
+    def _synchronous(self, ids: list[int]) -> bool:
+        """Whether a send of ``ids`` is one synchronous round trip of every sub-env: the
+        pool is synchronous, nothing else is in flight or waiting, every sub-env was reset."""
+        return (
+            self.batch_size == self.num_envs
+            and len(ids) == self.num_envs
+            and not self._in_flight
+            and not self._ready
+            and not self._flights.waiting
+            and bool(self._started.all())
+        )
+
+    def _send_every(self, actions: Any, ids: list[int], *, defer: bool) -> None:
+        """Send every sub-env's op as the vector env's step does (autoresets included)."""
+        try:
+            wires = self._action_codec.encode_batch(actions, self.num_envs)
+        except OpenEnvGymError as exc:
+            exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
+            raise
+        if ids == self._every_list:
+            ops: list[Op | None] = [("step", wire) for wire in wires]
+        else:
+            ops = [None] * self.num_envs
+            for i, wire in zip(ids, wires, strict=True):
+                ops[i] = ("step", wire)
+        resetting: frozenset[int] | None = None
+        if self._ended.any():
+            ended = np.flatnonzero(self._ended).tolist()
+            for i in ended:
+                ops[i] = ("reset", self._plain_reset)
+            resetting = frozenset(ended)
+        self._round_trip = (self._connections.send(ops, defer=defer), resetting)
+
+    def _recv_every(
+        self, pending: Pending, resetting: frozenset[int] | None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the synchronous round trip of :meth:`_send_every`; every sub-env, in
+        order (the vector env's ``step_wait``)."""
+        buffers = self._buffers
+        infos: dict[str, Any] = {}
+        taken = np.zeros(self.num_envs, dtype=np.bool_)
+
+        def take(channel: Channel, result: BatchResult) -> None:
+            nonlocal infos
+            infos = buffers.take_steps(channel.indices, result, resetting, infos, {})
+            taken[channel.indices] = True
+
+        try:
+            _, reconnected = self._connections.collect_or_reopen(
+                pending, reconnect=self.reconnect, take=take
+            )
+        except BaseException:
+            # The sub-envs whose reply was not taken go on by a reset, as the others that ended.
+            np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
+            self._ended[~taken] = True
+            raise
+        if reconnected:
+            self._flights.map_channels()
+            for i in reconnected:  # the episode ends here, truncated; the next send resets
+                buffers.mark_reconnected(i)
+                infos = self._add_info(infos, {RECONNECTED_KEY: True}, i)
+        np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
+        self._last = self._every
+        infos["env_id"] = self._every.copy()
+        infos["elapsed_step"] = buffers.elapsed.copy()
+        buffers.finish()
+        return (
+            buffers.batch_observations(copy=True),
+            buffers.rewards.copy(),
+            buffers.terminations.copy(),
+            buffers.truncations.copy(),
+            infos,
+        )
 
     # ------------------------------------------------------------------ batches
 
@@ -395,12 +500,7 @@ class OpenEnvPool:
         self, ids: np.ndarray
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         buffers = self._buffers
-        if buffers.stacked:
-            obs = buffers.observations[ids]
-        else:
-            space = self.observation_space
-            rows = [buffers.observation_of(int(i)) for i in ids]
-            obs = concatenate(space, rows, create_empty_array(space, len(rows)))
+        obs = buffers.batch_of(ids)
         info = take_info_rows(self._infos, ids)
         info["env_id"] = ids
         info["elapsed_step"] = buffers.elapsed[ids]
@@ -417,7 +517,10 @@ class OpenEnvPool:
     def _check_ids(self, env_id: Any, *, busy_ok: bool) -> list[int]:
         ids = check_env_ids(env_id, self.num_envs)
         if not busy_ok:
-            busy = [i for i in ids if i in self._in_flight or i in self._ready]
+            if self._round_trip is not None:
+                busy = ids
+            else:
+                busy = [i for i in ids if i in self._in_flight or i in self._ready]
             if busy:
                 raise PoolUsageError(
                     f"sub-envs {busy} are already in flight (or their reply waits for recv()); "

@@ -124,6 +124,25 @@ def test_async_pool_serves_every_sub_env_in_batches(cartpole_server: str) -> Non
         assert served.min() >= 25, served  # nobody starved
 
 
+def test_each_batch_can_be_in_flight_on_a_connection_of_its_own(cartpole_server: str) -> None:
+    """A connection carries one frame at a time: the pool opens one per batch_size sub-envs
+    (the vector env, at most one per worker), so two batches are on the wire at once."""
+    envs = OpenEnvVectorEnv(None, 6, base_url=cartpole_server)
+    try:
+        assert len(envs.connections) <= 2  # CartPole's step cost is worth one or two workers
+    finally:
+        envs.close()
+    with make_pool(None, 6, batch_size=2, base_url=cartpole_server) as pool:
+        assert len(pool.connections) == 3
+        pool.async_reset(seed=0)
+        seen: set[int] = set()
+        for _ in range(6):
+            ids = pool.recv()[4]["env_id"]
+            seen.update(ids.tolist())
+            pool.send(np.zeros(2, dtype=np.int64), ids)
+        assert seen == set(range(6))
+
+
 def test_synchronous_pool_steps_as_the_vector_env_does(cartpole_server: str) -> None:
     envs = OpenEnvVectorEnv(None, 4, base_url=cartpole_server)
     pool = make_pool(None, 4, base_url=cartpole_server)
@@ -144,6 +163,45 @@ def test_synchronous_pool_steps_as_the_vector_env_does(cartpole_server: str) -> 
     finally:
         pool.close()
         envs.close()
+
+
+def test_synchronous_pool_takes_actions_in_env_id_order_and_partial_sends(
+    cartpole_server: str,
+) -> None:
+    """A synchronous send of every sub-env (any order of ``env_id``) is one round trip; a
+    send of some of them goes the asynchronous way; a send while one is out is refused."""
+    envs = OpenEnvVectorEnv(None, 4, base_url=cartpole_server)
+    try:
+        envs.reset(seed=0)
+        expected = envs.step(np.arange(4) % 2)[0]
+    finally:
+        envs.close()
+    with make_pool(None, 4, base_url=cartpole_server, max_episode_steps=50) as pool:
+        pool.reset(seed=0)
+        # sub-env i gets action i % 2 whatever the order env_id lists them in
+        order = np.array([3, 1, 0, 2])
+        obs, _, _, _, info = pool.step(order % 2, order)
+        np.testing.assert_array_equal(obs, expected)
+        np.testing.assert_array_equal(info["env_id"], np.arange(4))
+        np.testing.assert_array_equal(info["elapsed_step"], [1, 1, 1, 1])
+        pool.send(np.zeros(4, dtype=np.int64))
+        with pytest.raises(PoolUsageError, match="already in flight"):
+            pool.send(np.zeros(4, dtype=np.int64))
+        with pytest.raises(PoolUsageError, match="already in flight"):
+            pool.send(np.zeros(1, dtype=np.int64), np.array([2]))
+        _, _, _, _, info = pool.recv()
+        np.testing.assert_array_equal(info["elapsed_step"], [2, 2, 2, 2])
+        # Two halves, then one recv of all four.
+        pool.send(np.zeros(2, dtype=np.int64), np.array([0, 1]))
+        pool.send(np.zeros(2, dtype=np.int64), np.array([2, 3]))
+        _, _, _, _, info = pool.recv()
+        assert sorted(info["env_id"].tolist()) == [0, 1, 2, 3]
+        np.testing.assert_array_equal(info["elapsed_step"], [3, 3, 3, 3])
+        # A reset while a synchronous round trip is out waits it out and drops it.
+        pool.send(np.zeros(4, dtype=np.int64))
+        _, info = pool.reset(seed=1)
+        _, _, _, _, info = pool.step(np.zeros(4, dtype=np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], [1, 1, 1, 1])
 
 
 def test_autoreset_is_envpools_next_step(cartpole_server: str) -> None:
