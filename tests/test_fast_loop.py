@@ -1,11 +1,12 @@
 """The fast loop (``pytest -m "not slow"``) still covers every module of ``openenv_gym``.
 
-Tests marked ``slow`` leave the fast loop (issue 28, item 8); this check keeps that from
-leaving a module untested there. It reads the sources (no test runs): a module is covered
-when
+Tests marked ``slow`` (in place, or listed in ``tests/slow_tests.py``) leave the fast loop
+(issue 28, item 8); this check keeps that from leaving a module untested there. It reads the
+sources (no test runs): a module is covered when
 
-- it has a doctest example (the doctests of ``openenv_gym`` run in the fast loop), or
-- a test file with at least one test not marked ``slow`` imports it (``import a.b``,
+- it has a doctest example and none of its doctests is listed slow (the doctests of
+  ``openenv_gym`` run in the fast loop), or
+- a test file with at least one test not marked or listed ``slow`` imports it (``import a.b``,
   ``from a.b import x``, ``from a import b``, or ``from a import x`` where package ``a``
   imports ``x`` from ``a.b``), or names it in a string (``importlib.import_module("a.b")``,
   ``python -m a`` for ``a.__main__``), or
@@ -22,6 +23,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from pathlib import Path
+
+from tests.slow_tests import SLOW_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "openenv_gym"
@@ -46,9 +49,9 @@ def _is_slow(node: ast.expr) -> bool:
     return ast.unparse(node) == SLOW_MARK
 
 
-def fast_test_names(source: str) -> list[str]:
+def fast_test_names(source: str, listed: Iterable[str] = ()) -> list[str]:
     """The test functions of a test file that are not marked ``slow`` (by the module's
-    ``pytestmark``, their class or themselves)."""
+    ``pytestmark``, their class or themselves) nor ``listed`` (every parameter set of it)."""
     tree = ast.parse(source)
     module_marks = [
         statement.value
@@ -73,7 +76,8 @@ def fast_test_names(source: str) -> list[str]:
                 names.append(node.name)
         return names
 
-    return tests_in(tree.body)
+    whole = {name for name in listed if "[" not in name}
+    return [name for name in tests_in(tree.body) if name not in whole]
 
 
 def _absolute(node: ast.ImportFrom, package: str) -> str:
@@ -121,13 +125,21 @@ def has_doctest(source: str) -> bool:
     )
 
 
-def uncovered_modules(root: Path = ROOT) -> list[str]:
-    """The modules no fast test covers (see the module docstring for what covers one)."""
+def uncovered_modules(
+    root: Path = ROOT, slow: dict[str, tuple[str, ...]] = SLOW_TESTS
+) -> list[str]:
+    """The modules no fast test covers (see the module docstring for what covers one);
+    ``slow`` lists the tests slow by measurement (``tests/slow_tests.py``)."""
     modules = module_names(root)
-    covered = {name for name, path in modules.items() if has_doctest(path.read_text())}
+    covered = {
+        name
+        for name, path in modules.items()
+        if has_doctest(path.read_text()) and path.relative_to(root).as_posix() not in slow
+    }
     for path in sorted((root / "tests").rglob("*.py")):
         source = path.read_text()
-        if path.name == "conftest.py" or fast_test_names(source):
+        listed = slow.get(path.relative_to(root).as_posix(), ())
+        if path.name == "conftest.py" or fast_test_names(source, listed):
             covered |= used_modules(source, modules)
     imports = {
         name: used_modules(path.read_text(), modules, name.rpartition(".")[0])
@@ -153,6 +165,33 @@ def test_every_module_is_covered_by_the_fast_loop() -> None:
     )
 
 
+def test_every_test_listed_slow_exists() -> None:
+    """A renamed test would silently come back to the fast loop: each entry must name one."""
+    modules = {path.relative_to(ROOT).as_posix(): name for name, path in module_names().items()}
+    missing = []
+    for file, names in SLOW_TESTS.items():
+        path = ROOT / file
+        if not path.is_file():
+            missing.append(file)
+            continue
+        tree = ast.parse(path.read_text())
+        defined = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        for name in names:
+            base = name.partition("[")[0]
+            if file in modules:  # a doctest: the module or one of its functions or classes
+                module = modules[file]
+                found = base == module or base.removeprefix(f"{module}.") in defined
+            else:
+                found = base in defined
+            if not found:
+                missing.append(f"{file}::{name}")
+    assert missing == []
+
+
 def test_the_check_sees_slow_marks_at_each_level() -> None:
     """The check can fail: slow marks on the module, a class, a function are all seen."""
     assert (
@@ -162,6 +201,9 @@ def test_the_check_sees_slow_marks_at_each_level() -> None:
     slow_class = "import pytest\n@pytest.mark.slow\nclass TestA:\n    def test_a(self): ..."
     assert fast_test_names(slow_class) == []
     assert fast_test_names(slow_class.replace("@pytest.mark.slow\n", "")) == ["test_a"]
+    two = "def test_a(): ...\ndef test_b(): ..."
+    assert fast_test_names(two, listed=["test_a"]) == ["test_b"]
+    assert fast_test_names(two, listed=["test_a[1]"]) == ["test_a", "test_b"]
 
 
 def test_the_check_finds_a_module_no_fast_test_uses(tmp_path: Path) -> None:
@@ -187,8 +229,18 @@ def test_the_check_finds_a_module_no_fast_test_uses(tmp_path: Path) -> None:
     )
     (tests / "test_alone.py").write_text(slow)
     (tests / "test_main.py").write_text("def test_main():\n    run('-m', 'openenv_gym.sub')\n")
-    assert uncovered_modules(tmp_path) == ["openenv_gym.sub.alone", "openenv_gym.sub.beside"]
+    assert uncovered_modules(tmp_path, {}) == ["openenv_gym.sub.alone", "openenv_gym.sub.beside"]
     (tests / "test_alone.py").write_text(slow.replace("@pytest.mark.slow\n", ""))
-    assert uncovered_modules(tmp_path) == []
+    assert uncovered_modules(tmp_path, {}) == []
+    listed = {
+        "tests/test_alone.py": ("test_a",),
+        "openenv_gym/sub/used.py": ("openenv_gym.sub.used",),
+    }
+    assert uncovered_modules(tmp_path, listed) == [
+        "openenv_gym.sub.alone",
+        "openenv_gym.sub.beside",
+        "openenv_gym.sub.inner",
+        "openenv_gym.sub.used",
+    ]
     (tests / "test_main.py").unlink()
-    assert uncovered_modules(tmp_path) == ["openenv_gym.sub.__main__"]
+    assert uncovered_modules(tmp_path, {}) == ["openenv_gym.sub.__main__"]
