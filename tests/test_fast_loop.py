@@ -192,6 +192,16 @@ def test_every_test_listed_slow_exists() -> None:
     assert missing == []
 
 
+def test_every_docs_block_listed_slow_exists() -> None:
+    """The docs' blocks are named by line: an edit above one moves it out of the list."""
+    from tests.docs.test_docs import BLOCKS
+
+    names = {block.name for block in BLOCKS}
+    listed = [name for name in SLOW_TESTS.get("tests/docs/test_docs.py", ()) if "[" in name]
+    assert listed
+    assert [name for name in listed if name.partition("[")[2].rstrip("]") not in names] == []
+
+
 def test_the_check_sees_slow_marks_at_each_level() -> None:
     """The check can fail: slow marks on the module, a class, a function are all seen."""
     assert (
