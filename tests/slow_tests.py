@@ -6,9 +6,9 @@ Tests that are slow by nature (training runs, fleets of servers, fresh venvs) ca
 took more than 3 s (setup, call and teardown; a test's own parameters can differ) in a
 ``pytest -m "not slow" --durations=0`` run on the shared 2-core machine at load ~5, or more
 than 2.5 s in a second run at load 6-10 (about 1 s on an idle machine; the comment is the
-time measured). The root ``conftest.py`` marks them
-``slow`` at collection. ``tests/test_fast_loop.py`` checks that each names a test that exists
-and that the fast loop still covers every module of ``openenv_gym``.
+time measured). The root ``conftest.py`` marks them ``slow`` at collection.
+``tests/test_fast_loop.py`` checks that each names a test that exists and that the fast loop
+still covers every module of ``openenv_gym``.
 
 Keys are files; values are test names, a name with ``[...]`` is one parameter set of a test,
 a name without it every parameter set.
