@@ -1,6 +1,9 @@
 """Settings for every test run from the repository root: the test suite, the doctests of
 ``openenv_gym`` and the docs' code blocks.
 
+The tests listed in ``tests/slow_tests.py`` (slow by measurement) get the ``slow`` mark here,
+so ``pytest -m "not slow"`` (the fast loop) leaves them out.
+
 Stable-Baselines3 creates a log folder ``$TMPDIR/SB3-<date>`` for every model unless
 ``SB3_LOGDIR`` names one, and torch caches compiled kernels in ``$TMPDIR/torchinductor_<user>``
 unless ``TORCHINDUCTOR_CACHE_DIR`` does: both point into pytest's temporary directory, so tests
@@ -13,6 +16,16 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+from tests.slow_tests import is_slow
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item.nodeid):
+            item.add_marker(pytest.mark.slow)
+
 
 #: Environment variables naming where libraries write, and the folder each gets.
 _WRITE_LOCATIONS = {"SB3_LOGDIR": "sb3-logs", "TORCHINDUCTOR_CACHE_DIR": "torchinductor"}

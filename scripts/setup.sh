@@ -33,6 +33,19 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 
+# A second run with the same extras and the same pyproject.toml has nothing to install (CI runs
+# `setup.sh dev` twice: before building the images and in README command 2): the stamp says so.
+# gym-latest always asks pip (a newer Gymnasium may have come out).
+stamp="$venv/.openenv-gym-setup"
+wanted="$extras $("$python" -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+if [ "$venv" = ".venv" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] \
+    && "$venv/bin/python" -c 'import openenv_gym' 2>/dev/null; then
+    echo "setup.sh: $venv already has openenv-gym (${extras:-no extras}) for this pyproject.toml"
+    echo "setup.sh: ready ($venv/bin/python)"
+    exit 0
+fi
+rm -f "$stamp"
+
 case ",$extras," in
     *,dev,*|*,test,*|*,sb3,*)
         if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
@@ -53,4 +66,5 @@ if [ "$venv" = ".venv-gym-latest" ]; then
     "${pip[@]}" --upgrade --upgrade-strategy only-if-needed "$(grep -o '"gymnasium[^"]*"' pyproject.toml | head -1 | tr -d '"')"
     echo "setup.sh: gymnasium $("$venv/bin/python" -c 'import gymnasium; print(gymnasium.__version__)')"
 fi
+echo "$wanted" >"$stamp"
 echo "setup.sh: ready ($venv/bin/python)"

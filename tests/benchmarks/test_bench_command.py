@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,21 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         assert flag in text, flag
     for words in ("AsyncVectorEnv", "envpool", ".sync()", "p50/p90/p99", "CPU time", "bench.png"):
         assert words in text, words
+
+
+def test_python_m_openenv_gym_bench_takes_the_same_options() -> None:
+    """``python -m openenv_gym.bench`` is ``openenv-gym bench`` (its ``__main__``)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym.bench", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    flags = set(re.findall(r"--[a-z][a-z-]*", build_parser().format_help()))
+    assert {"--quick", "--n", "--contenders"} <= flags
+    assert set(re.findall(r"--[a-z][a-z-]*", done.stdout)) == flags
 
 
 def test_options_match_the_suite() -> None:

@@ -53,3 +53,20 @@ def test_ci_runs_the_full_suite_and_the_fast_subset_on_the_newest_gymnasium() ->
     assert 'venv=".venv-gym-latest"' in setup
     assert '.venv/bin/python -m pytest -m "not slow"' in readme
     assert ".venv-gym-latest/" in (REPO / ".gitignore").read_text()
+
+
+def test_the_readme_shows_a_new_user_exactly_two_commands_and_ci_runs_them() -> None:
+    """Item 4: one command sets up and runs the main job, one sets up and runs the tests."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("\n## Two commands\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+    assert [block.strip() for block in blocks] == [
+        "bash scripts/setup.sh && .venv/bin/python examples/rollout.py",
+        "bash scripts/setup.sh dev && .venv/bin/python -m pytest",
+    ]
+    ci = (REPO / ".ci" / "run").read_text()
+    for block in blocks:
+        assert f"='{block.strip()}'" in ci
+    assert 'for cmd in "$run_cmd" "$test_cmd"' in ci
+    assert 'eval "$run_cmd"' in ci
+    assert 'eval "$test_cmd"' in ci
