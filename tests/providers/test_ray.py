@@ -123,19 +123,19 @@ def test_an_image_server_runs_the_image_on_a_node() -> None:
     assert repr(own) == "RayServer('someone/openenv-echo None', not started)"
 
 
-def test_a_fleet_makes_up_a_token_unless_its_servers_bind_loopback(
+def test_a_fleet_makes_up_a_token_on_every_bind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV_VAR, raising=False)
     first, second = RayFleet(), RayFleet(host="192.0.2.7")
-    assert first.token is not None
-    assert second.token is not None
     assert len(first.token) >= 43  # secrets.token_urlsafe(32)
     assert first.token != second.token  # one per fleet
     assert first.token not in repr(first)
+    # Loopback too: any local user could reach an unguarded server on 127.0.0.1.
     for loopback in ("127.0.0.1", "127.0.0.3", "localhost", "::1"):
-        assert RayFleet(host=loopback).token is None
-        assert RayFleet(host=loopback).server(CARTPOLE_ARGS).token is None
+        fleet = RayFleet(host=loopback)
+        assert len(fleet.token) >= 43
+        assert fleet.server(CARTPOLE_ARGS).token == fleet.token
     # The servers require the fleet's token unless the env or the driver names one.
     assert first.server(CARTPOLE_ARGS).token == first.token
     assert first.server(CARTPOLE_ARGS, ServerSpec(image="x")).token == first.token
