@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from typing import IO, Any, Final
 from openenv_gym.client import TOKEN_ENV_VAR, is_healthy
 from openenv_gym.errors import ServerStartError
 from openenv_gym.providers.base import ServerProvider
-from openenv_gym.providers.ready_line import READY_PREFIX
+from openenv_gym.providers.ready_line import parse_ready_line
 from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT
 
 _LOG_LINES: Final = 200
@@ -187,15 +186,15 @@ class LocalServerProcess(ServerProvider):
         with stream:  # closed at EOF (the child exited), so no pipe is left open
             for raw_line in stream:
                 line = raw_line.rstrip("\n")
-                if line.startswith(READY_PREFIX) and not self._ready.is_set():
-                    try:
-                        self._ready_info = json.loads(line[len(READY_PREFIX) :])
-                    except ValueError:
-                        self._log.append(line)
-                        continue
-                    self._ready.set()
-                else:
+                info = None
+                if not self._ready.is_set():
+                    with contextlib.suppress(ValueError):  # a garbled READY line is logged
+                        info = parse_ready_line(line)
+                if info is None:
                     self._log.append(line)
+                else:
+                    self._ready_info = info
+                    self._ready.set()
 
     def _wait_until_ready(self, process: subprocess.Popen[str]) -> str:
         deadline = time.monotonic() + self.startup_timeout
