@@ -63,6 +63,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     ),
     "tests/cli/test_program.py": (
         "test_ctrl_c_exits_130",  # 4 s
+        "test_ctrl_c_inside_a_string_exec_still_exits_130",  # 4 s
         "test_record_with_a_wrong_env_id_shows_the_servers_error",  # 15 s
         "test_usage_error_exits_2",  # 4 s
     ),

@@ -111,6 +111,21 @@ def describe_error(exc: BaseException, *, max_lines: int = MAX_ERROR_LINES) -> s
     return "\n".join(parts)
 
 
+def _forget_unhandled_keyboard_interrupt() -> None:
+    """Clear CPython's record of a Ctrl-C that ended a string ``exec``, so exit code 130 holds.
+
+    CPython notes "an unhandled KeyboardInterrupt" when code run from a *string* (``exec`` or
+    ``eval`` of source text, as :mod:`dataclasses` and :func:`collections.namedtuple` do when
+    a module is imported lazily) ends with one, even if a caller catches it afterwards. Under
+    ``python -m openenv_gym.cli`` that note outlives our ``except`` and the interpreter, after
+    a clean exit with 130, kills itself with SIGINT (exit status -2). Each string ``exec``
+    clears the note when it starts, so one that does nothing clears a stale one; on an
+    interpreter without the note it is harmless. It runs only after a KeyboardInterrupt was
+    caught, so it never hides one.
+    """
+    exec("pass", {})  # a constant string: see the docstring
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``openenv-gym`` command; return its exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -122,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
+        _forget_unhandled_keyboard_interrupt()
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except UsageError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -117,6 +118,23 @@ def test_ctrl_c_exits_130(tmp_path: Path) -> None:
             process.wait()
     assert process.returncode == 130, stderr
     assert stderr.rstrip().endswith("openenv-gym: interrupted"), stderr
+
+
+def test_ctrl_c_inside_a_string_exec_still_exits_130(tmp_path: Path) -> None:
+    # A Ctrl-C that lands in a string exec (a lazily imported @dataclass runs one) made
+    # CPython end `python -m openenv_gym.cli` by SIGINT (-2) after our clean exit with 130.
+    (tmp_path / "interrupting_policy.py").write_text(
+        "def act(observation, action_space):\n    exec('raise KeyboardInterrupt', {})\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-m", "openenv_gym.cli", "record", "--env-id", "CartPole-v1",
+         "--episodes", "1", "--policy", "interrupting_policy:act",
+         "--out", str(tmp_path / "run"), "--no-progress"],
+        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])},
+    )  # fmt: skip
+    assert process.returncode == 130, process.stderr
+    assert process.stderr.rstrip().endswith("openenv-gym: interrupted"), process.stderr
 
 
 def test_describe_error_leaves_out_causes_already_quoted() -> None:
