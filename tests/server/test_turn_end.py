@@ -20,7 +20,13 @@ import pytest
 from websockets.sync.client import connect
 
 from openenv_gym.busy_poll import BusyPoller
-from openenv_gym.server.turn_end import READY_GAP, WAKE_UP_COST, SpinPolicy, TurnEnd
+from openenv_gym.server.turn_end import (
+    OFF_SAMPLE_EVERY,
+    READY_GAP,
+    WAKE_UP_COST,
+    SpinPolicy,
+    TurnEnd,
+)
 from openenv_gym.wire.messages import http_to_ws_url
 
 
@@ -130,3 +136,59 @@ def test_one_wasted_budget_needs_ten_saved_wake_ups_at_the_default_budget() -> N
         costing.note_gap(5e-3)
     assert paying.spin_pays
     assert not costing.spin_pays
+
+
+def _switched_off(events: list[str], fd: int) -> TurnEnd:
+    poller = _RecordingPoller(events, budget=500e-6)
+    poller.register(fd)
+    turn_end = TurnEnd(poller)
+    assert turn_end.policy is not None
+    for _ in range(200):
+        turn_end.policy.note_gap(5e-3)  # requests came 5 ms after the replies
+    assert not turn_end.policy.spin_pays
+    return turn_end
+
+
+def test_while_spinning_does_not_pay_one_turn_end_in_eight_is_measured() -> None:
+    events: list[str] = []
+    left, right = socket.socketpair()
+    turn_end = _switched_off(events, left.fileno())
+
+    async def turns() -> None:
+        for _ in range(5 * OFF_SAMPLE_EVERY):
+            turn_end.replied()
+            await asyncio.sleep(0)  # the turn ends: its callbacks run
+
+    try:
+        asyncio.run(turns())
+    finally:
+        left.close()
+        right.close()
+    assert turn_end.turns == 5
+    assert events == []  # and none of them spun
+
+
+def test_sampled_gaps_still_turn_spinning_back_on_when_the_client_speeds_up() -> None:
+    events: list[str] = []
+    left, right = socket.socketpair()
+    turn_end = _switched_off(events, left.fileno())
+    policy = turn_end.policy
+    assert policy is not None
+
+    async def tight_loop() -> int:
+        for count in range(1, 2000 * OFF_SAMPLE_EVERY):
+            turn_end.replied()
+            await asyncio.sleep(0)
+            time.sleep(50e-6)  # the next request comes 50 us later: a spin would catch it
+            turn_end.heard()
+            if policy.spin_pays:
+                return count
+        return -1
+
+    try:
+        turns = asyncio.run(tight_loop())
+    finally:
+        left.close()
+        right.close()
+    assert turns > 0, "spinning never came back"
+    assert policy.gaps > 200  # the sampled gaps were scored
