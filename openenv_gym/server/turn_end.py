@@ -25,10 +25,12 @@ wasted budget. A few sessions stepped in a tight loop spin (every gap is short);
 plain sessions from one client, whose next step comes milliseconds after the last reply of
 the previous one, stop spinning, and start again if the gaps shorten.
 
-While spinning does not pay, only one turn end in :data:`OFF_SAMPLE_EVERY` is measured:
-measuring every turn (a scheduled callback and two clock reads) cost about 6 µs of the
-server's ~115 µs per plain CartPole step at 64-300 sessions, which an idle run showed as
-0.94-0.97x of ``--busy-poll-us 0``. A sample of the gaps decides as well, a little later.
+While spinning does not pay and the last gap measured was not one a spin would have saved,
+only one turn end in :data:`OFF_SAMPLE_EVERY` is measured: measuring every turn (a scheduled
+callback and two clock reads) cost about 6 µs of the server's ~115 µs per plain CartPole
+step at 64-300 sessions, which an idle run showed as 0.94-0.97x of ``--busy-poll-us 0``.
+Once a measured gap is one a spin would have saved, every turn end is measured again, so a
+client that speeds up gets spinning back as fast as before.
 
 Example:
     >>> policy = SpinPolicy(budget=500e-6)
@@ -58,8 +60,8 @@ READY_GAP: Final = 20e-6
 WAKE_UP_COST: Final = 50e-6
 #: Weight of a new gap in the moving average of :class:`SpinPolicy`.
 SCORE_SMOOTHING: Final = 1 / 64
-#: While spinning does not pay, one turn end in this many is measured (the others cost
-#: nothing: no callback is scheduled for them).
+#: While spinning does not pay (and the last gap was no saved wake-up), one turn end in this
+#: many is measured (the others cost nothing: no callback is scheduled for them).
 OFF_SAMPLE_EVERY: Final = 8
 
 
@@ -85,6 +87,8 @@ class SpinPolicy:
         #: Turn ends seen and spun, for tests and the log.
         self.gaps = 0
         self.spins = 0
+        #: Whether the last gap was one a spin would have saved (a wake-up within budget).
+        self.last_saved = False
 
     @property
     def spin_pays(self) -> bool:
@@ -95,10 +99,12 @@ class SpinPolicy:
         """Score one turn end whose next request came ``gap`` seconds later (a gap of at
         least the budget: a spin would have found nothing)."""
         self.gaps += 1
+        self.last_saved = False
         if gap < READY_GAP:
             value = 0.0
         elif gap <= self.budget:
             value = WAKE_UP_COST
+            self.last_saved = True
         else:
             value = -self.budget
         pays = self.score > 0
@@ -139,11 +145,12 @@ class TurnEnd:
 
     def replied(self) -> None:
         """A request was answered in this turn: at its end, spin if it pays (while it does
-        not, one turn end in :data:`OFF_SAMPLE_EVERY` is measured, so it can come back)."""
+        not, and the last gap was not a wake-up a spin would have saved, one turn end in
+        :data:`OFF_SAMPLE_EVERY` is measured)."""
         policy = self.policy
         if policy is None:
             return
-        if not policy.spin_pays:
+        if not policy.spin_pays and not policy.last_saved:
             self._unmeasured += 1
             if self._unmeasured < OFF_SAMPLE_EVERY:
                 return

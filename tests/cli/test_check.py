@@ -11,7 +11,7 @@ import pytest
 from gymnasium import spaces
 
 from openenv_gym.cli import main
-from openenv_gym.cli.check import space_tree
+from openenv_gym.cli.checker import space_tree
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.server import ServerThread
 from tests.conftest import RawWebSocketServer, free_port

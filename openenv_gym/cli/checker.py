@@ -1,0 +1,405 @@
+"""The checks of ``openenv-gym check`` and their report: :class:`Checker` runs them against
+one URL (health, schema, metadata, the derived spaces, one episode, gymnasium's
+``check_env``, the survey) and writes the report as text or JSON.
+
+The command line (:mod:`openenv_gym.cli.check`) parses the options and calls it; tests and
+scripts may call it directly.
+
+Example:
+    >>> print("\\n".join(space_tree(spaces.Dict([("x", spaces.Discrete(3))]))))
+    Dict
+    └── x: Discrete(3)
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import re
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+
+from gymnasium import spaces
+
+from openenv_gym.errors import SpaceMappingError
+from openenv_gym.spaces.describe import describe_space
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The Gymnasium id to use for a server whose schema is one of our game schemas (the official
+#: OpenEnv ones): (action fields, observation fields) it must have -> id.
+GAME_ENV_IDS: Final = (
+    (frozenset({"action_id"}), frozenset({"screen", "screen_shape", "legal_actions"}), "Atari-v0"),
+    (frozenset({"move"}), frozenset({"fen", "legal_moves"}), "Chess-v0"),
+)
+
+
+def game_env_id(schema: dict[str, Any]) -> str | None:
+    """``"openenv/Atari-v0"`` or ``"openenv/Chess-v0"`` for a server speaking that game's
+    schema (ours or the official one), else ``None`` (``openenv/Remote-v0`` then).
+
+    Example:
+        >>> game_env_id({"action": {"properties": {"move": {}}},
+        ...              "observation": {"properties": {"fen": {}, "legal_moves": {}}}})
+        'openenv/Chess-v0'
+        >>> game_env_id({"action": {"properties": {"x": {}}}}) is None
+        True
+    """
+    action = set((schema.get("action") or {}).get("properties") or {})
+    observation = set((schema.get("observation") or {}).get("properties") or {})
+    for needs_action, needs_observation, env_id in GAME_ENV_IDS:
+        if needs_action <= action and needs_observation <= observation:
+            return f"openenv/{env_id}"
+    return None
+
+
+@dataclass
+class CheckResult:
+    """One line of the report: a check's name, outcome and details."""
+
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+
+
+def space_tree(space: spaces.Space[Any], name: str = "", indent: str = "") -> list[str]:
+    """The space as an indented tree, one line per (sub)space.
+
+    Example:
+        >>> tree = space_tree(spaces.Dict([("x", spaces.Discrete(3)), ("y", spaces.Box(0, 1))]))
+        >>> print("\\n".join(tree))
+        Dict
+        ├── x: Discrete(3)
+        └── y: Box(0.0, 1.0, (1,), float32)
+    """
+    label = f"{name}: " if name else ""
+    children: list[tuple[str, spaces.Space[Any]]] = []
+    if isinstance(space, spaces.Dict):
+        children = list(space.spaces.items())
+        head = "Dict"
+    elif isinstance(space, spaces.Tuple):
+        children = [(f"[{i}]", sub) for i, sub in enumerate(space.spaces)]
+        head = "Tuple"
+    else:
+        head = describe_space(space)
+    lines = [f"{label}{head}"]
+    for index, (key, sub) in enumerate(children):
+        last = index == len(children) - 1
+        sub_lines = space_tree(sub, str(key))
+        lines.append(("└── " if last else "├── ") + sub_lines[0])
+        lines += [("    " if last else "│   ") + line for line in sub_lines[1:]]
+    return [indent + line for line in lines]
+
+
+def _versions() -> str:
+    found = []
+    for package in ("openenv-gym", "gymnasium", "numpy", "websockets", "pydantic"):
+        try:
+            found.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{package} (not installed)")
+    python = platform.python_version()
+    return ", ".join(found) + f", Python {python} ({platform.platform()})"
+
+
+class Checker:
+    """Runs the checks against one URL and collects :class:`CheckResult` lines."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None,
+        max_steps: int,
+        seed: int,
+        timeout: float,
+        debug: bool,
+        mapping: dict[str, Any] | None = None,
+        episodes: int = 0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.episodes = episodes
+        self.schema_body: dict[str, Any] = {}
+        #: ``--episodes``: the survey's (summary, details), reported apart from the checks.
+        self.survey_report: tuple[str, list[str]] | None = None
+        self.mapping = {k: v for k, v in (mapping or {}).items() if v}
+        self.make_call: str | None = None
+        self.token = token
+        self.max_steps = max_steps
+        self.seed = seed
+        self.timeout = timeout
+        self.debug = debug
+        self.results: list[CheckResult] = []
+        #: The server's own properties found on the way (e.g. it ignores seeds): reported
+        #: apart, they do not fail the check.
+        self.findings: list[CheckResult] = []
+        self.env: Any = None
+        self.env_id = "openenv/Remote-v0"
+
+    def _run(self, name: str, check: Callable[[], tuple[str, list[str]]]) -> bool:
+        try:
+            summary, details = check()
+        except Exception as exc:
+            lines = str(exc).splitlines()
+            first = lines[0] if lines else ""
+            details = lines[1:] if isinstance(exc, SpaceMappingError) else []
+            if self.debug:
+                details += traceback.format_exc().rstrip().splitlines()
+            self.results.append(CheckResult(name, False, f"{type(exc).__name__}: {first}", details))
+            return False
+        self.results.append(CheckResult(name, True, summary, details))
+        return True
+
+    def health(self) -> tuple[str, list[str]]:
+        from openenv_gym.client import get_json
+        from openenv_gym.wire.messages import HEALTH_PATH
+
+        started = time.perf_counter()
+        body = get_json(self.url, HEALTH_PATH, timeout=self.timeout, token=self.token)
+        elapsed = (time.perf_counter() - started) * 1000
+        if not (isinstance(body, dict) and body.get("status") == "healthy"):
+            raise ValueError(f'expected {{"status": "healthy"}}, got {json.dumps(body)[:200]}')
+        return f"{json.dumps(body)} in {elapsed:.1f} ms", []
+
+    def schema(self) -> tuple[str, list[str]]:
+        from openenv_gym.client import fetch_schema
+
+        schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
+        self.schema_body = schema
+        game = game_env_id(schema)
+        if game is not None and not self.mapping:  # the mapping options are Remote-v0's
+            self.env_id = game
+        parts = []
+        for key in ("action", "observation", "state"):
+            fields = list((schema.get(key) or {}).get("properties", {}))
+            parts.append(f"{key}: {', '.join(fields) or '(no fields)'}")
+        return "action, observation and state schemas present", parts
+
+    def metadata(self) -> tuple[str, list[str]]:
+        from openenv_gym.client import get_json
+        from openenv_gym.wire.messages import METADATA_PATH
+
+        body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
+        if not isinstance(body, dict):
+            raise ValueError(f"expected a JSON object, got {json.dumps(body)[:200]}")
+        shown = {k: body[k] for k in ("name", "version") if body.get(k) is not None}
+        return json.dumps(shown) if shown else "(no name/version)", []
+
+    def spaces(self) -> tuple[str, list[str]]:
+        import gymnasium as gym
+
+        import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+
+        made = gym.make(
+            self.env_id,
+            base_url=self.url,
+            token=self.token,
+            connect_timeout=self.timeout,
+            disable_env_checker=True,
+            **self.mapping,
+        )
+        self.env = made.unwrapped
+        env = self.env
+        lines = space_tree(env.action_space, "action_space")
+        lines += space_tree(env.observation_space, "observation_space")
+        for inference in env.inferred_spaces:
+            lines.append(f"taken from the data: {inference.describe()}")
+        codec = env.observation_codec
+        for path, why in codec.variable.items():
+            lines.append(f"left to info: {path!r} ({why})")
+        if codec.legal_key is not None and env.action_codec.maskable:
+            lines.append(f"action_masks(): from {codec.legal_key!r}")
+        kwargs = [f"{k}={v!r}" for k, v in self._mapping_source().items()]
+        pins = env.pinning_kwargs()
+        self.make_call = (
+            f"gym.make({self.env_id!r}, base_url={self.url!r}"
+            + "".join(f", {k}" for k in kwargs)
+            + (f", {pins}" if pins else "")
+            + ")"
+        )
+        summary = "derived from the schema"
+        if env.inferred_spaces:
+            summary += f" and the reset observation ({len(env.inferred_spaces)} inferred)"
+        return summary, lines
+
+    def _mapping_source(self) -> dict[str, Any]:
+        """The options given, as values whose repr is Python source for ``gym.make``."""
+        out: dict[str, Any] = {}
+        for key, value in self.mapping.items():
+            if key.endswith("field_spaces"):
+                out[key] = {path: _SpaceSource(space) for path, space in value.items()}
+            else:
+                out[key] = value
+        return out
+
+    def episode(self) -> tuple[str, list[str]]:
+        env = self.env
+        env.action_space.seed(self.seed)
+        observation, _ = env.reset(seed=self.seed)
+        if observation not in env.observation_space:
+            raise ValueError("the reset observation is not in the observation space")
+        total, steps, ended = 0.0, 0, "not finished"
+        started = time.perf_counter()
+        while steps < self.max_steps:
+            observation, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+            total += reward
+            if observation not in env.observation_space:
+                raise ValueError(f"step {steps}: the observation is not in the observation space")
+            if terminated or truncated:
+                ended = "terminated" if terminated else "truncated"
+                break
+        elapsed = time.perf_counter() - started
+        rate = steps / elapsed if elapsed > 0 else float("inf")
+        if ended == "not finished":
+            ended = f"not finished within --max-steps {self.max_steps}"
+        return f"{steps} steps, return {total:g}, {ended} ({rate:.0f} steps/s)", []
+
+    def ignores_seed(self) -> bool:
+        """Whether two resets with the same seed give different observations: the server
+        ignores ``reset(seed=)`` (its property; no mapping keyword changes it)."""
+        from gymnasium.utils.env_checker import data_equivalence
+
+        first, _ = self.env.reset(seed=self.seed)
+        second, _ = self.env.reset(seed=self.seed)
+        return not data_equivalence(first, second)
+
+    def check_env(self) -> tuple[str, list[str]]:
+        from gymnasium.utils.env_checker import check_env
+
+        ignores = self.ignores_seed()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                check_env(self.env)
+            except AssertionError as exc:
+                if not (ignores and "deterministic" in str(exc)):
+                    raise
+                self.findings.append(
+                    CheckResult(
+                        "seeding",
+                        False,
+                        f"the server ignores reset(seed=): two resets with seed={self.seed} "
+                        "gave different observations",
+                        [
+                            "a property of the server, not of the mapping: Gymnasium's "
+                            "determinism check fails on it and no keyword changes that; "
+                            "check_env stopped there",
+                        ],
+                    )
+                )
+                return "passed up to Gymnasium's determinism check (see seeding below)", []
+        details = [f"warning: {_ANSI.sub('', str(w.message)).splitlines()[0]}" for w in caught]
+        return f"passed ({len(caught)} warning(s))", details
+
+    def survey(self) -> tuple[str, list[str]]:
+        """``--episodes K``: what the server sent over K short episodes, as observed (its
+        own session, opened after the env's is closed: one-session servers take it)."""
+        from openenv_gym.cli.survey import survey_server
+
+        mapped = any(r.name == "spaces" and r.ok for r in self.results)
+        return survey_server(
+            self.url,
+            self.schema_body,
+            self.env if mapped else None,
+            episodes=self.episodes,
+            seed=self.seed,
+            timeout=self.timeout,
+            token=self.token,
+        )
+
+    def run_all(self) -> bool:
+        """Run every check (later ones only when they can); return whether all passed."""
+        schema_ok = False
+        try:
+            if self._run("health", self.health) and self._run("schema", self.schema):
+                schema_ok = True
+                self._run("metadata", self.metadata)
+                if self._run("spaces", self.spaces):
+                    self._run("episode", self.episode)
+                    self._run("check_env", self.check_env)
+        finally:
+            if self.env is not None:
+                self.env.close()
+        if schema_ok and self.episodes:
+            try:
+                self.survey_report = self.survey()
+            except Exception as exc:  # the survey informs; it never fails the check
+                lines = str(exc).splitlines()
+                self.survey_report = (f"not run: {type(exc).__name__}: {lines[0]}", [])
+        return all(result.ok for result in self.results)
+
+    def report(self, out: TextIO) -> None:
+        """Write the report."""
+        out.write(f"openenv-gym check {self.url}\n  {_versions()}\n")
+        for result in self.results:
+            mark = "[ok]  " if result.ok else "[FAIL]"
+            out.write(f"{mark} {result.name:<10} {result.summary}\n")
+            for line in result.details:
+                out.write(f"         {line}\n")
+        for finding in self.findings:
+            out.write(f"[server] {finding.name:<10} {finding.summary}\n")
+            for line in finding.details:
+                out.write(f"         {line}\n")
+        if self.survey_report is not None:
+            summary, details = self.survey_report
+            out.write(f"[survey] {summary}\n")
+            for line in details:
+                out.write(f"         {line}\n")
+        failed = [r.name for r in self.results if not r.ok]
+        verdict = f"FAIL ({', '.join(failed)})" if failed else "PASS"
+        if self.make_call is not None:
+            out.write(f"works: {self.make_call}\n" if not failed else f"tried: {self.make_call}\n")
+        found = ", ".join(f.name for f in self.findings)
+        found = f"; server findings: {found}" if found else ""
+        out.write(f"result: {verdict} ({len(self.results)} checks{found})\n")
+        out.flush()
+
+    def report_json(self, out: TextIO) -> None:
+        """Write the report as one JSON object."""
+        env = self.env
+        body = {
+            "url": self.url,
+            "versions": _versions(),
+            "passed": all(r.ok for r in self.results),
+            "checks": [
+                {"name": r.name, "ok": r.ok, "summary": r.summary, "details": r.details}
+                for r in self.results
+            ],
+            "server_findings": [
+                {"name": f.name, "summary": f.summary, "details": f.details} for f in self.findings
+            ],
+            "survey": (
+                None
+                if self.survey_report is None
+                else {"summary": self.survey_report[0], "details": self.survey_report[1]}
+            ),
+            "make_call": self.make_call,
+            "inferred": [
+                {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
+                for i in (env.inferred_spaces if env is not None else ())
+            ],
+            "info_fields": dict(env.observation_codec.variable) if env is not None else {},
+        }
+        out.write(json.dumps(body, indent=2) + "\n")
+        out.flush()
+
+
+class _SpaceSource:
+    """A space whose repr is the ``gymnasium.spaces`` call that builds it."""
+
+    def __init__(self, space: spaces.Space[Any]) -> None:
+        self.space = space
+
+    def __repr__(self) -> str:
+        from openenv_gym.spaces.inference import space_source
+
+        return space_source(self.space)
+
+
+__all__ = ["GAME_ENV_IDS", "CheckResult", "Checker", "game_env_id", "space_tree"]
