@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib.util
 import os
 import socket
 import threading
@@ -16,6 +17,9 @@ import pytest
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.errors import DockerUnavailableError
+from openenv_gym.images.env_images import IMAGES, build_images
+from openenv_gym.providers.docker import docker_client
 from openenv_gym.server import ServerThread
 
 
@@ -116,3 +120,35 @@ def raw_websocket_session(url: str) -> socket.socket:
         head += sock.recv(4096)
     assert head.startswith(b"HTTP/1.1 101"), head
     return sock
+
+
+# --------------------------------------------------------------------------- Docker
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """A client of a running Docker engine; the test is skipped (reason shown) without one."""
+    try:
+        client = docker_client()
+    except DockerUnavailableError as exc:
+        pytest.skip(f"no Docker engine: {str(exc).splitlines()[0]}")
+    yield client
+    client.close()
+
+
+def image(client: Any, name: str) -> str:
+    """The tag of our image ``name``, built first if missing (skipped until its server exists)."""
+    spec = IMAGES[name]
+    if importlib.util.find_spec(spec.module) is None:
+        pytest.skip(f"{spec.module} is not in this tree yet, so the {name} image has no server")
+    try:
+        client.images.get(spec.tag)
+    except Exception:
+        build_images([name], client=client, progress=lambda line: None)
+    return spec.tag
+
+
+@pytest.fixture(scope="session")
+def gymnasium_image(docker_engine: Any) -> str:
+    """``openenv-gym/gymnasium:latest``, built if missing."""
+    return image(docker_engine, "gymnasium")

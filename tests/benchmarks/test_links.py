@@ -21,7 +21,6 @@ from openenv_gym.bench.context import (
     ENV_SPECS,
     Context,
     Settings,
-    image_of,
     link_notes,
     running_servers,
 )
@@ -34,9 +33,7 @@ from openenv_gym.bench.report import TABLE_COLUMNS, format_table, parse_table
 from openenv_gym.bench.runner import run_groups
 from openenv_gym.bench.suite import describe, plan, settings_from_args
 from openenv_gym.client.options import ConnectOptions
-from openenv_gym.errors import DockerUnavailableError, LinkProfileError, LinkProxyError
-from openenv_gym.images.env_images import build_images
-from openenv_gym.providers.docker import docker_client
+from openenv_gym.errors import LinkProfileError, LinkProxyError
 from openenv_gym.vector.channels import BatchChannel
 from openenv_gym.vector.opening import Opener, close_all
 from openenv_gym.wire.compressed import COMPRESSED_MAGIC
@@ -321,22 +318,6 @@ def test_a_vector_env_steps_through_a_link() -> None:
 # --------------------------------------------------------------------------- docker
 
 
-@pytest.fixture(scope="module")
-def cartpole_image() -> Iterator[str]:
-    """Our gymnasium image on a running engine (built when missing); skipped without one."""
-    try:
-        client = docker_client()
-    except DockerUnavailableError as exc:
-        pytest.skip(f"no Docker engine: {str(exc).splitlines()[0]}")
-    tag = image_of(ENV_SPECS["CartPole"])
-    try:
-        client.images.get(tag)
-    except Exception:
-        build_images(["gymnasium"], client=client, progress=lambda line: None)
-    yield tag
-    client.close()
-
-
 def test_without_an_engine_the_docker_profile_s_cells_skip_with_the_reason(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -351,7 +332,7 @@ def test_without_an_engine_the_docker_profile_s_cells_skip_with_the_reason(
 
 
 def test_the_docker_profile_serves_from_a_container_without_shared_memory_or_compression(
-    cartpole_image: str,
+    gymnasium_image: str,
 ) -> None:
     settings = Settings(envs=["CartPole"], sizes=[2], link=PROFILES["docker"], workers=1)
     context = Context(ENV_SPECS["CartPole"], settings)
@@ -361,7 +342,7 @@ def test_the_docker_profile_serves_from_a_container_without_shared_memory_or_com
         (url,) = running.urls
         assert url.startswith("http://127.0.0.1:")
         assert running.server_urls == running.urls  # no proxy: docker-proxy is the link
-        assert cartpole_image in lines[0]
+        assert gymnasium_image in lines[0]
         # What compression="auto" and the shared-memory probe do by themselves here: the
         # peer is on a loopback address (docker-proxy), so no compression is offered, and
         # the container's own /dev/shm does not hold the probe, so no shared memory.

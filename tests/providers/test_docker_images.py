@@ -15,7 +15,7 @@ import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.client import fetch_schema
 from openenv_gym.errors import AuthenticationError
 from openenv_gym.providers import DockerProvider
-from tests.providers.conftest import image
+from tests.conftest import image
 
 
 @pytest.mark.slow
