@@ -253,7 +253,7 @@ class OpenEnvPool:
                 "pool.reset() before sending actions"
             )
         try:
-            wires = self._action_codec.encode_batch(actions, len(ids))
+            wires = self._encode(actions, ids)
         except OpenEnvGymError as exc:
             exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
             raise
@@ -347,6 +347,12 @@ class OpenEnvPool:
 
     # ------------------------------------------------------------------ replies
 
+    def _encode(self, actions: Any, ids: list[int]) -> list[dict[str, Any]]:
+        """The wire actions of sub-envs ``ids``, given each one's last legal actions (a
+        chess pawn's bare move to the last rank is a queen promotion), as the vector env."""
+        legal = self._buffers.legal
+        return self._action_codec.encode_batch(actions, len(ids), [legal[i] for i in ids])
+
     def _dispatch(self, ops: Mapping[int, Op], resets: set[int]) -> None:
         self._in_flight.update(ops)
         self._flights.dispatch(ops, resets)
@@ -435,7 +441,7 @@ class OpenEnvPool:
     def _send_every(self, actions: Any, ids: list[int], *, defer: bool) -> None:
         """Send every sub-env's op as the vector env's step does (autoresets included)."""
         try:
-            wires = self._action_codec.encode_batch(actions, self.num_envs)
+            wires = self._encode(actions, ids)
         except OpenEnvGymError as exc:
             exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
             raise

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("chess")
 
-import openenv_gym  # noqa: F401  (registers the ids)
+import openenv_gym  # registers the ids
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.chess import encoding
 from openenv_gym.envs.chess.codec import ChessBoardCodec, ChessMoveCodec
@@ -169,3 +169,27 @@ def test_the_truncation_rule_tells_the_move_limit_from_the_rules() -> None:
     assert codec.truncates(
         {"fen": drawn_midgame, "result": "1/2-1/2", "metadata": {"truncated": True}}
     )
+
+
+@pytest.mark.parametrize("batch_size", [None, 1], ids=["synchronous", "asynchronous"])
+def test_pool_promotions_reach_an_official_server_with_their_piece(batch_size: int | None) -> None:
+    with official_chess_server() as url:
+        pool = openenv_gym.make_pool(
+            "openenv/Chess-v0", 2, batch_size, base_url=url, reset_kwargs={"fen": PROMOTION_FEN}
+        )
+        try:
+            if batch_size is None:
+                pool.reset(seed=0)
+                _, rewards, _, _, info = pool.step(np.array([E7E8, E7E8]))
+            else:
+                pool.async_reset(seed=0)
+                first = pool.recv()[4]["env_id"]
+                pool.recv()  # the other sub-env's reset
+                pool.send(np.array([E7E8]), first)
+                _, rewards, _, _, info = pool.recv()
+                assert info["env_id"].tolist() == first.tolist()
+            for fen in info["fen"]:
+                assert fen.split()[0].count("Q") == 1, fen
+            assert rewards.tolist() == [0.0] * len(rewards)
+        finally:
+            pool.close()
