@@ -125,7 +125,7 @@ def envpool_vec(n_envs: int, seed: int) -> Any:
             self._actions = np.asarray(actions, np.int32)
 
         def step_wait(self) -> Any:
-            obs, rewards, terminated, truncated, info = pool.step(self._actions)
+            obs, rewards, terminated, truncated, _ = pool.step(self._actions)
             dones = terminated | truncated
             infos: list[dict[str, Any]] = [{} for _ in range(n_envs)]
             ended = np.flatnonzero(dones)
@@ -172,13 +172,17 @@ def train(name: str, n_envs: int, timesteps: int, seed: int = 0) -> Row:
 
     venv = VecMonitor(make_contender(name, n_envs, seed))
     try:
-        settings = dict(PPO_SETTINGS)
-        settings["batch_size"] = min(settings["batch_size"], settings["n_steps"] * n_envs)
+        s = PPO_SETTINGS
         model = PPO(
             "CnnPolicy",
             venv,
-            **{**settings, "learning_rate": _linear(settings["learning_rate"])},
-            **{"clip_range": _linear(settings["clip_range"])},
+            n_steps=s["n_steps"],
+            n_epochs=s["n_epochs"],
+            batch_size=min(s["batch_size"], s["n_steps"] * n_envs),
+            learning_rate=_linear(s["learning_rate"]),
+            clip_range=_linear(s["clip_range"]),
+            vf_coef=s["vf_coef"],
+            ent_coef=s["ent_coef"],
             seed=seed,
             device="cpu",
             verbose=0,

@@ -204,6 +204,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> AtariObservation:
         """Start an episode; ``seed`` seeds the emulator (and sticky actions)."""
+        info: Mapping[str, Any]
         if self._pipeline is not None:
             screen, info = self._pipeline.reset(seed)
         else:
