@@ -183,3 +183,34 @@ def test_life_loss_ends_and_clips_as_sb3_atari_wrapper(served: Any, game: str, s
     finally:
         ours.close()
         reference.close()
+
+
+@pytest.mark.slow
+def test_sb3_make_vec_env_carries_the_options_and_life_loss_goes_on(served: Any) -> None:
+    """The batched SB3 VecEnv on a preprocessing server: (4, 84, 84) frames, a life loss
+    ends the episode (terminal_observation) and the next one goes on with the same game."""
+    from openenv_gym.integrations.sb3 import make_vec_env
+
+    url = served("breakout", episodic_life=True, reward_clip=True, **DETERMINISTIC)
+    vec = make_vec_env(None, n_envs=2, seed=0, env_kwargs={"base_url": url}, monitor=False)
+    try:
+        assert vec.observation_space.shape == (4, 84, 84)
+        obs = vec.reset()
+        assert obs.shape == (2, 4, 84, 84)
+        assert obs.dtype == np.uint8
+        life_end: dict[str, Any] | None = None
+        for action in actions(4, 800, seed=2):
+            obs, rewards, dones, infos = vec.step(np.array([action, action]))
+            assert set(np.unique(rewards)) <= {-1.0, 0.0, 1.0}
+            lost = [i for i in np.flatnonzero(dones) if not infos[i]["game_over"]]
+            if lost:
+                life_end, index = infos[lost[0]], lost[0]
+                break
+        assert life_end is not None
+        assert life_end["terminal_observation"].shape == (4, 84, 84)
+        assert 0 < life_end["lives"] < 5
+        # The next episode goes on with the same game: the lives are not back to 5.
+        assert vec.reset_infos[index]["lives"] == life_end["lives"]
+        assert vec.reset_infos[index]["game_over"] is False
+    finally:
+        vec.close()
