@@ -152,9 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         if returns_seen
         else "no game finished yet"
     )
-    print(
-        f"trained {global_step} steps in {elapsed:.1f}s: {global_step / elapsed:.0f} steps/s; {games}"
-    )
+    rate = global_step / elapsed
+    print(f"trained {global_step} steps in {elapsed:.1f}s: {rate:.0f} steps/s; {games}")
     return 0
 
 
