@@ -65,13 +65,19 @@ def remote_pong(n_envs: int, seed: int, base_url: str | None) -> VecEnv:
     return make_vec_env(REMOTE_ID, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
 
 
-def local_pong(n_envs: int, seed: int, subproc: bool) -> VecEnv:
-    """SB3's own pipeline on local ale-py: ``make_atari_env`` + ``VecFrameStack``."""
+def local_pong_env(**kwargs: Any) -> Any:
+    """``gym.make("ALE/Pong-v5", **kwargs)``, registering ale-py's ids first (in any process)."""
     import ale_py
+    import gymnasium as gym
 
     gym.register_envs(ale_py)
+    return gym.make("ALE/Pong-v5", **kwargs)
+
+
+def local_pong(n_envs: int, seed: int, subproc: bool) -> VecEnv:
+    """SB3's own pipeline on local ale-py: ``make_atari_env`` + ``VecFrameStack``."""
     venv = make_atari_env(
-        "ALE/Pong-v5",
+        local_pong_env,  # a callable: SubprocVecEnv's workers register ALE's ids themselves
         n_envs=n_envs,
         seed=seed,
         env_kwargs={"frameskip": 1},  # AtariWrapper skips 4 frames with its max-pool

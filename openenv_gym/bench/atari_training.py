@@ -79,16 +79,22 @@ def remote_vec(n_envs: int, seed: int) -> Any:
     return make_vec_env("openenv/Atari-v0", n_envs=n_envs, seed=seed, env_kwargs=kwargs)
 
 
-def local_vec(n_envs: int, seed: int, *, subproc: bool) -> Any:
-    """SB3's ``make_atari_env`` on local ale-py, with ``VecFrameStack``."""
+def local_pong_env(**kwargs: Any) -> Any:
+    """``gym.make("ALE/Pong-v5", **kwargs)``, registering ale-py's ids first (in any process)."""
     import ale_py
     import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    return gym.make("ALE/Pong-v5", **kwargs)
+
+
+def local_vec(n_envs: int, seed: int, *, subproc: bool) -> Any:
+    """SB3's ``make_atari_env`` on local ale-py, with ``VecFrameStack``."""
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
-    gym.register_envs(ale_py)
     venv = make_atari_env(
-        "ALE/Pong-v5",
+        local_pong_env,  # a callable: SubprocVecEnv's workers register ALE's ids themselves
         n_envs=n_envs,
         seed=seed,
         env_kwargs={"frameskip": 1},
@@ -170,7 +176,9 @@ def train(name: str, n_envs: int, timesteps: int, seed: int = 0) -> Row:
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    venv = VecMonitor(make_contender(name, n_envs, seed))
+    venv = make_contender(name, n_envs, seed)
+    if not name.startswith("local"):  # make_atari_env has its Monitor already
+        venv = VecMonitor(venv)
     try:
         s = PPO_SETTINGS
         model = PPO(
