@@ -22,9 +22,12 @@ class ChessAction(Action):
 
     Attributes:
         move: UCI format move string (e.g., "e2e4", "e7e8q" for promotion).
+        player: Optional: the colour that moves (``"white"``/``"black"``); a server refuses a
+            move out of turn with ``VALIDATION_ERROR``. Official clients leave it out.
     """
 
     move: str
+    player: str | None = None
 
 
 class ChessObservation(Observation):

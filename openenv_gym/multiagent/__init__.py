@@ -1,0 +1,23 @@
+"""Two-player (and n-player) turn-based OpenEnv games as PettingZoo environments.
+
+* :func:`make` / :class:`OpenEnvAECEnv`: one game as a PettingZoo ``AECEnv``;
+  :func:`parallel_env`: its Parallel API through PettingZoo's turn-based conversion.
+* :class:`SelfPlayVectorEnv`: many games stepped together, one round trip per server.
+
+Needs the ``multiagent`` extra (``pip install openenv-gym[multiagent]``: PettingZoo).
+
+Example:
+    >>> from openenv_gym.multiagent import make
+    >>> env = make("openenv/Chess-v0")
+    >>> env.possible_agents
+    ['player_0', 'player_1']
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+from openenv_gym.multiagent.aec import OpenEnvAECEnv
+from openenv_gym.multiagent.make import SEATING, make, parallel_env
+from openenv_gym.multiagent.seats import Seats
+
+__all__ = ["SEATING", "OpenEnvAECEnv", "Seats", "make", "parallel_env"]
