@@ -19,5 +19,6 @@ from __future__ import annotations
 from openenv_gym.multiagent.aec import OpenEnvAECEnv
 from openenv_gym.multiagent.make import SEATING, make, parallel_env
 from openenv_gym.multiagent.seats import Seats
+from openenv_gym.multiagent.vector import SelfPlayVectorEnv
 
-__all__ = ["SEATING", "OpenEnvAECEnv", "Seats", "make", "parallel_env"]
+__all__ = ["SEATING", "OpenEnvAECEnv", "Seats", "SelfPlayVectorEnv", "make", "parallel_env"]

@@ -38,6 +38,22 @@ SEATING: Final[Mapping[str, Mapping[str, Any]]] = {
 }
 
 
+def check_id(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The spec of a registered id.
+
+    Raises:
+        EnvConfigError: ``env_id`` is not registered.
+    """
+    register_envs()
+    try:
+        return gym.spec(env_id)
+    except gym.error.Error as exc:
+        known = sorted(i for i in gym.registry if i.startswith("openenv/"))
+        raise EnvConfigError(
+            f"unknown id {env_id!r}; expected one of {known}, e.g. make('openenv/Chess-v0')"
+        ) from exc
+
+
 def make(env_id: str, *, players: int = 2, **kwargs: Any) -> OpenEnvAECEnv:
     """The ``AECEnv`` of ``env_id`` (see the module docstring).
 
@@ -52,14 +68,7 @@ def make(env_id: str, *, players: int = 2, **kwargs: Any) -> OpenEnvAECEnv:
         EnvConfigError: ``env_id`` is not registered.
         SeatsUnavailableError: The server does not seat every player.
     """
-    register_envs()
-    try:
-        spec = gym.spec(env_id)
-    except gym.error.Error as exc:
-        known = sorted(i for i in gym.registry if i.startswith("openenv/"))
-        raise EnvConfigError(
-            f"unknown id {env_id!r}; expected one of {known}, e.g. make('openenv/Chess-v0')"
-        ) from exc
+    spec = check_id(env_id)
     env = gym.make(spec, **{**SEATING.get(env_id, {}), **kwargs}, disable_env_checker=True)
     single = env.unwrapped
     if not isinstance(single, OpenEnvEnv):
@@ -74,4 +83,4 @@ def parallel_env(env_id: str, **kwargs: Any) -> ParallelEnv[str, Any, Any]:
     return turn_based_aec_to_parallel(make(env_id, **kwargs))
 
 
-__all__ = ["SEATING", "make", "parallel_env"]
+__all__ = ["SEATING", "check_id", "make", "parallel_env"]

@@ -74,8 +74,8 @@ class Seats:
             )
         return cls(tuple(str(p) for p in players), agent_names(count))
 
-    def turn(self, info: Mapping[str, Any]) -> str:
-        """The agent whose turn it is.
+    def seat(self, info: Mapping[str, Any]) -> int:
+        """The seat (``0`` for ``player_0``) whose turn it is.
 
         Raises:
             ProtocolError: The server names a player it did not seat.
@@ -85,7 +85,11 @@ class Seats:
             raise ProtocolError(
                 f"the server says it is {player!r}'s turn; expected one of {list(self.players)}"
             )
-        return self.agents[self.players.index(player)]
+        return self.players.index(player)
+
+    def turn(self, info: Mapping[str, Any]) -> str:
+        """The agent whose turn it is (see :meth:`seat`)."""
+        return self.agents[self.seat(info)]
 
     def rewards(
         self, info: Mapping[str, Any], mover: str, reward: float, done: bool
