@@ -94,7 +94,8 @@ class OpenEnvAECEnv(AECEnv[str, dict[str, Any], Any]):
         self._observation: Any = None
         self._mask = mask.astype(np.int8)
         self._no_moves = np.zeros_like(self._mask)
-        self.agents = []
+        self.agents: list[str] = []
+        self.agent_selection: str = self.seats.turn(info)
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
         """The masked observation space (the same for every seat)."""

@@ -150,9 +150,11 @@ def test_illegal_move_is_refused_and_nothing_is_lost(env: OpenEnvAECEnv) -> None
 
 
 def test_a_server_with_one_seat_is_refused(selfplay_url: str) -> None:
-    with ServerThread(chess_server(opponent="random")) as server:
-        with pytest.raises(SeatsUnavailableError, match="opponent='self'"):
-            make("openenv/Chess-v0", base_url=server.url)
+    with (
+        ServerThread(chess_server(opponent="random")) as server,
+        pytest.raises(SeatsUnavailableError, match="opponent='self'"),
+    ):
+        make("openenv/Chess-v0", base_url=server.url)
     with pytest.raises(SeatsUnavailableError, match="seats 2"):
         make("openenv/Chess-v0", base_url=selfplay_url, players=3)
 
