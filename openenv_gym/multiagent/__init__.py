@@ -6,12 +6,14 @@
 
 Needs the ``multiagent`` extra (``pip install openenv-gym[multiagent]``: PettingZoo).
 
+See docs/multiagent.md.
+
 Example:
-    >>> from openenv_gym.multiagent import make
-    >>> env = make("openenv/Chess-v0")
-    >>> env.possible_agents
-    ['player_0', 'player_1']
-    >>> env.close()
+    >>> from openenv_gym.multiagent import SEATING, Seats
+    >>> dict(SEATING["openenv/Chess-v0"])  # how make() seats both chess players
+    {'opponent': 'self', 'illegal_move': 'error'}
+    >>> Seats.read({"players": ["white", "black"], "current_player": "white"}, 2).agents
+    ('player_0', 'player_1')
 """
 
 from __future__ import annotations
