@@ -16,14 +16,14 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-from gymnasium import spaces  # noqa: E402
-from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
-from websockets.sync.client import connect  # noqa: E402
+from gymnasium import spaces
+from pettingzoo.test import api_test, parallel_api_test
+from websockets.sync.client import connect
 
-from openenv_gym.errors import GameOverError  # noqa: E402
-from openenv_gym.multiagent import SelfPlayVectorEnv, make, parallel_env  # noqa: E402
-from openenv_gym.server import ServerThread  # noqa: E402
-from openenv_gym.wire.messages import http_to_ws_url  # noqa: E402
+from openenv_gym.errors import GameOverError
+from openenv_gym.multiagent import SelfPlayVectorEnv, make, parallel_env
+from openenv_gym.server import ServerThread
+from openenv_gym.wire.messages import http_to_ws_url
 
 SERVER_FILE = Path(__file__).resolve().parents[2] / "examples" / "tictactoe_server.py"
 
@@ -104,7 +104,7 @@ def test_vector_of_games(url: str) -> None:
         ended = 0
         while ended < 4:
             actions = np.array([np.flatnonzero(m)[0] for m in info["action_mask"]])
-            obs, rewards, terminations, truncations, info = games.step(actions)
+            obs, rewards, terminations, _truncations, info = games.step(actions)
             assert (rewards.sum(axis=1) == 0).all()
             ended += int(terminations.sum())
         # The first free cell every time: X wins on the diagonal 0-4-8 on move 7.
