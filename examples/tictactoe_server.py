@@ -34,10 +34,9 @@ LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4
 
 
 class TicTacToeAction(Action):
-    """The cell to mark (0-8, row by row); ``player`` optionally names the mover."""
+    """The cell to mark (0-8, row by row); ``metadata["player"]`` may name the mover."""
 
     cell: int = Field(ge=0, le=8)
-    player: str | None = None
 
 
 class TicTacToeObservation(Observation):
@@ -70,9 +69,10 @@ class TicTacToeEnvironment(Environment[TicTacToeAction, TicTacToeObservation, St
         mover = PLAYERS[self._turn]
         if self._over:
             raise GameOverError("the game is over; expected a reset before the next move")
-        if action.player is not None and action.player != mover:
+        player = action.metadata.get("player")
+        if player is not None and player != mover:
             raise NotYourTurnError(
-                f"player {action.player!r} moved out of turn; expected a move by {mover!r}",
+                f"player {player!r} moved out of turn; expected a move by {mover!r}",
                 field="player",
             )
         if self._board[action.cell] != 0:

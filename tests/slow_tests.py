@@ -99,7 +99,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         # Measured at load ~10 (shared machine): each starts an embedded chess server.
         "test_code_block_runs[docs/multiagent.md:20]",  # 5 s
         "test_code_block_runs[docs/multiagent.md:44]",  # 4 s
-        "test_code_block_runs[docs/multiagent.md:108]",  # 5 s
+        "test_code_block_runs[docs/multiagent.md:107]",  # 5 s
     ),
     "tests/envs/test_atari.py": (
         "test_binary_against_an_official_server_is_a_clear_error",  # 4 s

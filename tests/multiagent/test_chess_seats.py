@@ -54,14 +54,18 @@ def test_move_out_of_turn_and_after_the_end_are_refused_on_the_wire(selfplay_url
     with connect(http_to_ws_url(selfplay_url)) as ws:
         ws.send('{"type":"reset","data":{"seed":0}}')
         ws.recv()
-        ws.send(json.dumps({"type": "step", "data": {"move": "e7e5", "player": "black"}}))
+        ws.send(
+            json.dumps({"type": "step", "data": {"move": "e7e5", "metadata": {"player": "black"}}})
+        )
         reply = json.loads(ws.recv())
         assert reply["type"] == "error"
         assert reply["data"]["code"] == "VALIDATION_ERROR"
         assert "out of turn" in reply["data"]["message"]
         for move in FOOLS_MATE:  # nothing was lost: white still moves first
             player = "white" if move[1] in "12" else "black"
-            ws.send(json.dumps({"type": "step", "data": {"move": move, "player": player}}))
+            ws.send(
+                json.dumps({"type": "step", "data": {"move": move, "metadata": {"player": player}}})
+            )
             assert json.loads(ws.recv())["type"] == "observation"
         ws.send('{"type":"step","data":{"move":"e2e4"}}')
         reply = json.loads(ws.recv())
@@ -75,7 +79,7 @@ def test_environment_turn_errors_are_typed() -> None:
     env = ChessEnvironment(opponent="self")
     env.reset()
     with pytest.raises(NotYourTurnError, match="expected a move by 'white'"):
-        env.step(ChessAction(move="e7e5", player="black"))
+        env.step(ChessAction(move="e7e5", metadata={"player": "black"}))
     for move in FOOLS_MATE:
         env.step(ChessAction(move=move))
     with pytest.raises(GameOverError, match=r"env\.reset\(\)"):

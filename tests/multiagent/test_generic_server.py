@@ -87,11 +87,11 @@ def test_out_of_turn_on_the_wire(url: str) -> None:
     with connect(http_to_ws_url(url)) as ws:
         ws.send('{"type":"reset","data":{}}')
         ws.recv()
-        ws.send(json.dumps({"type": "step", "data": {"cell": 4, "player": "o"}}))
+        ws.send(json.dumps({"type": "step", "data": {"cell": 4, "metadata": {"player": "o"}}}))
         reply = json.loads(ws.recv())
         assert reply["data"]["code"] == "VALIDATION_ERROR"
         assert "out of turn" in reply["data"]["message"]
-        ws.send(json.dumps({"type": "step", "data": {"cell": 4, "player": "x"}}))
+        ws.send(json.dumps({"type": "step", "data": {"cell": 4, "metadata": {"player": "x"}}}))
         seats = json.loads(ws.recv())["data"]["observation"]["metadata"]
         assert seats["current_player"] == "o"
 

@@ -19,10 +19,11 @@ Self-play (``opponent="self"``): no built-in opponent; the client moves for both
 Every observation's ``metadata`` seats the players: ``players`` (``["white", "black"]``),
 ``current_player`` (whose turn it is) and ``rewards`` (each player's reward for the last
 move: won ``+1``, lost ``-1``, draw and every other move ``0``); the wire ``reward`` is the
-mover's. A step may name its ``player``: a move out of turn is refused
+mover's. A step may name its player (``metadata={"player": "black"}``, the official action's own
+field): a move out of turn is refused
 (:class:`~openenv_gym.errors.NotYourTurnError`), and so is a move after the game ended
-(:class:`~openenv_gym.errors.GameOverError`). The schema stays the official one (``player``
-is optional), so an official client can play both sides.
+(:class:`~openenv_gym.errors.GameOverError`). The schema stays the official one, so an
+official client can play both sides.
 
 Example:
     >>> env = ChessEnvironment(opponent="random", agent_color="white")
@@ -35,7 +36,7 @@ Example:
     >>> both = ChessEnvironment(opponent="self")
     >>> both.reset(seed=0).metadata["current_player"]
     'white'
-    >>> both.step(ChessAction(move="e2e4", player="white")).metadata["current_player"]
+    >>> both.step(ChessAction(move="e2e4", metadata={"player": "white"})).metadata["current_player"]
     'black'
 """
 
@@ -146,11 +147,11 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
 
         Raises:
             IllegalMoveError: The move is illegal and ``illegal_move="error"``.
-            NotYourTurnError: ``action.player`` is not the side to move.
+            NotYourTurnError: ``action.metadata["player"]`` is not the side to move.
             GameOverError: Self-play, and the game has ended (reset first).
         """
         if self.self_play:
-            self._check_turn(action.player)
+            self._check_turn(action.metadata.get("player"))
             self._agent = self._board.turn
         elif self._board.is_game_over():
             return self._observation(0.0)

@@ -22,12 +22,12 @@ class ChessAction(Action):
 
     Attributes:
         move: UCI format move string (e.g., "e2e4", "e7e8q" for promotion).
-        player: Optional: the colour that moves (``"white"``/``"black"``); a server refuses a
-            move out of turn with ``VALIDATION_ERROR``. Official clients leave it out.
+
+    A self-play client may name the colour that moves in ``metadata["player"]``
+    (``"white"``/``"black"``); the server refuses a move out of turn.
     """
 
     move: str
-    player: str | None = None
 
 
 class ChessObservation(Observation):
