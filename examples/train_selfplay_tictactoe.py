@@ -9,8 +9,8 @@ training, the greedy policy plays the uniformly random player, half its games as
 as O.
 
 The game is tic-tac-toe from ``tictactoe_server.py`` beside this script, started here on
-127.0.0.1 (or pass ``--base-url`` of a running one); any server that seats both players
-works the same way (``--env-id openenv/Chess-v0`` with its much larger action space).
+127.0.0.1 (or pass ``--base-url`` of a running one). The loop itself only needs a server that
+seats both players (see docs/multiagent.md); the policy's input is this game's 9-cell board.
 
 Run::
 
