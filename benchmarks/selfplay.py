@@ -22,6 +22,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,20 +48,20 @@ def openenv_aec(seconds: float, rng: np.random.Generator) -> float:
         env.close()
 
 
-def _aec_rate(env: object, seconds: float, rng: np.random.Generator) -> float:
+def _aec_rate(env: Any, seconds: float, rng: np.random.Generator) -> float:
     moves = 0
     deadline = time.perf_counter() + seconds
     start = time.perf_counter()
     while time.perf_counter() < deadline:
-        for agent in env.agent_iter():  # type: ignore[attr-defined]
-            observation, _r, terminated, truncated, _info = env.last()  # type: ignore[attr-defined]
+        for agent in env.agent_iter():
+            observation, _r, terminated, truncated, _info = env.last()
             if terminated or truncated:
-                env.step(None)  # type: ignore[attr-defined]
+                env.step(None)
                 continue
-            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))  # type: ignore[attr-defined]
+            env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
             moves += 1
             del agent
-        env.reset()  # type: ignore[attr-defined]
+        env.reset()
     return moves / (time.perf_counter() - start)
 
 
