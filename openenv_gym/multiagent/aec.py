@@ -50,6 +50,8 @@ MASK_KEY = "action_mask"
 class OpenEnvAECEnv(AECEnv[str, dict[str, Any], Any]):
     """A remote turn-based game as a PettingZoo ``AECEnv`` (see the module docstring).
 
+    The seats are read from a first reset while the env is built (one round trip).
+
     Args:
         env: The single env of the game's session; this env owns it (:meth:`close`).
         players: How many seats the game has.
