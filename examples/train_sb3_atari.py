@@ -5,7 +5,9 @@
 frame per server connection per step). The server does what SB3's ``AtariWrapper`` and
 ``VecFrameStack`` do (no-op and fire resets, life loss as episode end, frame skip 4 with a
 max-pool, 84x84 grayscale, clipped rewards, 4 stacked frames), chosen with envpool's option
-names (:data:`ATARI_OPTIONS` below), so only ``(4, 84, 84)`` ``uint8`` frames cross the wire.
+names (``ATARI_WRAPPER_OPTIONS``: ``noop_max=30, frame_skip=4, episodic_life=True,
+use_fire_reset=True, reward_clip=True``, 84x84 grayscale, ``stack_num=4``), so only
+``(4, 84, 84)`` ``uint8`` frames cross the wire.
 ``VecNormalize`` normalizes returns; ``CnnPolicy`` scales pixels itself. Hyperparameters are
 RL-Zoo's Atari PPO ones. Two CPU cores will not reach a winning score; the script reports the
 steps/s it trains at.
@@ -35,21 +37,10 @@ from stable_baselines3.common.vec_env import (
 )
 
 import openenv_gym
+from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
 from openenv_gym.integrations.sb3 import make_vec_env
 
 REMOTE_ID = "openenv/Atari-v0"
-#: SB3's AtariWrapper defaults and a 4-frame stack, as envpool options on the server.
-ATARI_OPTIONS: dict[str, Any] = {
-    "noop_max": 30,
-    "frame_skip": 4,
-    "episodic_life": True,
-    "use_fire_reset": True,
-    "reward_clip": True,
-    "img_height": 84,
-    "img_width": 84,
-    "gray_scale": True,
-    "stack_num": 4,
-}
 
 
 def linear_schedule(initial: float) -> Callable[[float], float]:
@@ -59,7 +50,7 @@ def linear_schedule(initial: float) -> Callable[[float], float]:
 
 def remote_pong(n_envs: int, seed: int, base_url: str | None) -> VecEnv:
     """``n_envs`` preprocessed Pong sessions as one batched SB3 ``VecEnv``."""
-    kwargs: dict[str, Any] = {"game": "pong", **ATARI_OPTIONS}
+    kwargs: dict[str, Any] = {"game": "pong", **ATARI_WRAPPER_OPTIONS}
     if base_url is not None:  # a server started with the same options (--stack-num 4 ...)
         kwargs = {"base_url": base_url}
     return make_vec_env(REMOTE_ID, n_envs=n_envs, seed=seed, env_kwargs=kwargs)

@@ -31,18 +31,13 @@ from typing import Any, Final
 
 import numpy as np
 
-#: SB3's AtariWrapper settings and a 4-frame stack, as our server's (envpool's) options.
+from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
+
+#: SB3's AtariWrapper settings and a 4-frame stack, as our server's (envpool's) options,
+#: with ALE v5's sticky actions as the local anchors have them.
 ATARI_OPTIONS: Final[dict[str, Any]] = {
-    "noop_max": 30,
-    "frame_skip": 4,
-    "episodic_life": True,
-    "use_fire_reset": True,
-    "reward_clip": True,
-    "img_height": 84,
-    "img_width": 84,
-    "gray_scale": True,
-    "stack_num": 4,
-    "repeat_action_probability": 0.25,  # ALE v5's sticky actions, as the local anchors
+    **ATARI_WRAPPER_OPTIONS,
+    "repeat_action_probability": 0.25,
 }
 #: RL-Zoo's PPO hyperparameters for Atari (schedules are linear from these values).
 PPO_SETTINGS: Final[dict[str, Any]] = {

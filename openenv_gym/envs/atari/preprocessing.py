@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 import numpy as np
@@ -92,6 +93,22 @@ class Preprocessing:
         """What each observation is: ``(channels * stack_num, img_height, img_width)``."""
         return (self.channels * self.stack_num, self.img_height, self.img_width)
 
+
+#: SB3's ``AtariWrapper`` defaults (+ ``VecFrameStack(n_stack=4)``) as these options:
+#: ``gym.make("openenv/Atari-v0", game="pong", **ATARI_WRAPPER_OPTIONS)``.
+ATARI_WRAPPER_OPTIONS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "noop_max": 30,
+        "frame_skip": 4,
+        "episodic_life": True,
+        "use_fire_reset": True,
+        "reward_clip": True,
+        "img_height": 84,
+        "img_width": 84,
+        "gray_scale": True,
+        "stack_num": 4,
+    }
+)
 
 #: The fields of :class:`Preprocessing`, in order.
 FIELDS: Final = dataclasses.fields(Preprocessing)
@@ -257,4 +274,10 @@ class FramePipeline:
         }
 
 
-__all__ = ["FIELDS", "PREPROCESSING_NAMES", "FramePipeline", "Preprocessing"]
+__all__ = [
+    "ATARI_WRAPPER_OPTIONS",
+    "FIELDS",
+    "PREPROCESSING_NAMES",
+    "FramePipeline",
+    "Preprocessing",
+]
