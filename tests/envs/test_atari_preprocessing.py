@@ -136,6 +136,8 @@ def test_frames_equal_gymnasium_atari_preprocessing(served: Any, game: str, step
             np.testing.assert_array_equal(obs, want, err_msg=f"{game} step {step}")
         if game == "Breakout":
             assert min(lives) < max(lives)  # the run saw a life lost
+        with pytest.raises(EnvConfigError, match=r"needs the raw 210x160 screen.*\(4, 84, 84\)"):
+            ours.unwrapped.ale.getScreenGrayscale()  # type: ignore[attr-defined]
     finally:
         ours.close()
         reference.close()

@@ -299,7 +299,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         return EnvironmentMetadata(
             name=f"Atari {self.game}",
             description=(
-                f"ALE {self.game} served over OpenEnv: {self.obs_type} observations "
+                f"ALE {self.game} served over OpenEnv: "
+                f"{self.obs_type if self.preprocessing is None else 'preprocessed'} observations "
                 f"{list(self.shape)}, {self._n_actions} actions ({', '.join(self.action_meanings)})"
             ),
             version="1.0.0",
