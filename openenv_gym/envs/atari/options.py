@@ -46,7 +46,13 @@ def _truth(text: str) -> bool:
 def _preprocessing(name: str, help: str, kind: str) -> ServerOption:
     """An envpool preprocessing option: unset (``None``) unless given."""
     converter = {"bool": _truth, "positive": _positive, "count": _count}[kind]
-    return ServerOption(name, None, f"envpool's {help}", type=converter, metavar=kind.upper())
+    return ServerOption(
+        name,
+        None,
+        f"{help} (preprocessing)",
+        type=converter,
+        metavar=kind.upper(),
+    )
 
 
 #: The Atari server's options, in the order of :class:`AtariEnvironment`'s arguments.
@@ -74,18 +80,20 @@ ATARI_OPTIONS: Final = ServerOptions(
     ),
     # envpool's preprocessing (openenv_gym.envs.atari.preprocessing): any one given turns it
     # on, with envpool's defaults for the others; none given: raw ALE frames.
-    _preprocessing("frame_skip", "frames per step, max-pooled over the last two", "positive"),
-    _preprocessing("gray_scale", "grayscale frames (default on)", "bool"),
-    _preprocessing("img_height", "frame height (default 84)", "positive"),
-    _preprocessing("img_width", "frame width (default 84)", "positive"),
-    _preprocessing("stack_num", "frames stacked, channel first (default 4)", "positive"),
-    _preprocessing("noop_max", "at most this many no-ops on reset (default 30)", "count"),
-    _preprocessing("use_fire_reset", "FIRE on reset in games that need it (default on)", "bool"),
-    _preprocessing("episodic_life", "life loss ends the episode (default off)", "bool"),
-    _preprocessing("reward_clip", "rewards clipped to their sign (default off)", "bool"),
-    _preprocessing("use_inter_area_resize", "INTER_AREA resize (default on)", "bool"),
     _preprocessing(
-        "zero_discount_on_life_loss", "dm_env discount flag (no effect in Gymnasium)", "bool"
+        "frame_skip", "frames per step, max-pooled over the last two [--frameskip]", "positive"
+    ),
+    _preprocessing("gray_scale", "grayscale frames [true]", "bool"),
+    _preprocessing("img_height", "frame height [84]", "positive"),
+    _preprocessing("img_width", "frame width [84]", "positive"),
+    _preprocessing("stack_num", "frames stacked, channel first [4]", "positive"),
+    _preprocessing("noop_max", "at most this many no-ops on reset [30]", "count"),
+    _preprocessing("use_fire_reset", "FIRE on reset in games that need it [true]", "bool"),
+    _preprocessing("episodic_life", "life loss ends the episode [false]", "bool"),
+    _preprocessing("reward_clip", "rewards clipped to their sign [false]", "bool"),
+    _preprocessing("use_inter_area_resize", "INTER_AREA resize [true]", "bool"),
+    _preprocessing(
+        "zero_discount_on_life_loss", "dm_env discount flag, no effect in Gymnasium [false]", "bool"
     ),
 )
 
