@@ -216,3 +216,22 @@ def test_sb3_make_vec_env_carries_the_options_and_life_loss_goes_on(served: Any)
         assert vec.reset_infos[index]["game_over"] is False
     finally:
         vec.close()
+
+
+@pytest.mark.slow
+def test_the_pool_gets_preprocessed_frames(served: Any) -> None:
+    from openenv_gym import make_pool
+
+    url = served("pong", stack_num=4, **DETERMINISTIC)
+    pool = make_pool(None, 4, batch_size=2, base_url=url)
+    try:
+        assert pool.observation_space.shape == (4, 84, 84)  # one sub-env, as envpool
+        pool.async_reset()
+        for _ in range(10):
+            obs, rewards, terminated, truncated, info = pool.recv()
+            assert obs.shape == (2, 4, 84, 84)
+            assert obs.dtype == np.uint8
+            assert info["game_over"].dtype == bool
+            pool.send(np.zeros(2, np.int64), info["env_id"])
+    finally:
+        pool.close()
