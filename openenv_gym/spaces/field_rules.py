@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.errors import PicklableError, SpaceMappingError
 from openenv_gym.spaces.fields import (
     DEFAULT_TEXT_CHARSET,
     BoolCodec,
@@ -63,7 +63,7 @@ DEFAULT_ACTION_TEXT_MAX_LENGTH: Final = 4096
 DEFAULT_OBSERVATION_TEXT_MAX_LENGTH: Final = 65536
 
 
-class UnmappableFieldError(Exception):
+class UnmappableFieldError(PicklableError):
     """Internal: one field could not be mapped (collected, then raised as one error).
 
     ``example`` is a space expression for the advice (``field_spaces={path: example}``);
@@ -94,7 +94,7 @@ class UnmappableFieldError(Exception):
         self.needs_data = needs_data
 
 
-class VariableFieldError(Exception):
+class VariableFieldError(PicklableError):
     """Internal: an observation field without a fixed shape; it goes to ``info``."""
 
     def __init__(self, path: str, why: str, *, legal: bool = False) -> None:

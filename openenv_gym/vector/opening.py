@@ -30,6 +30,7 @@ from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
     OpenEnvGymError,
+    PicklableError,
     ProtocolError,
     ServerReplyError,
 )
@@ -50,7 +51,7 @@ from openenv_gym.wire.shared_memory import ProbeFile
 PARALLEL_OPENS: Final = 8
 
 
-class SessionsRefusedError(Exception):
+class SessionsRefusedError(PicklableError):
     """Sessions a server refused with ``CAPACITY_REACHED`` while opening (internal)."""
 
     def __init__(self, refused: int) -> None:
