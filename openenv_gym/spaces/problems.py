@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -67,6 +68,8 @@ class MappingProblem:
             the state) had there been any.
         option: For a misspelt option: the option (its message names it as the caller
             spells it); ``None`` for a field problem.
+        observed: The fixes hold values seen in the data (a reset observation), not declared
+            by the server: a sample, labelled "observed" where printed.
     """
 
     role: Role
@@ -76,6 +79,31 @@ class MappingProblem:
     fixes: tuple[tuple[Option, str], ...] = ()
     needs_data: bool = field(default=False, compare=False)
     option: Option | None = None
+    observed: bool = field(default=False, compare=False)
+
+
+#: A name left for the user to fill in a suggested value (``Discrete(n)``, ``Box(low, high,
+#: shape, dtype)``, ``Dict({key: space, ...})``): the call is to edit, not to paste.
+PLACEHOLDER: Final = re.compile(
+    r"(?<![.\w'\"])(n|nvec|low|high|shape|dtype|key|space)(?![\w('\"=])|\.\.\."
+)
+
+
+def paste_label(problems: Sequence[MappingProblem], kwargs: str) -> str:
+    """How the line to paste is introduced: ``Paste and edit`` while a placeholder is left,
+    ``Paste (observed ...)`` when the values were seen in the data.
+
+    Example:
+        >>> paste_label([], "action_field_spaces={'a': gymnasium.spaces.Discrete(n)}")
+        'Paste and edit'
+        >>> paste_label([], "observation_exclude=['x', 'n', 'key']")
+        'Paste'
+    """
+    if PLACEHOLDER.search(kwargs):
+        return "Paste and edit"
+    if any(p.observed for p in problems):
+        return "Paste (observed at one reset, not declared; the game may allow more)"
+    return "Paste"
 
 
 def fragment_text(fragment: Any) -> str:
@@ -146,10 +174,11 @@ def format_problems(
         lines.append(text)
         if problem.fixes and problem.path:
             ways = [keyword_argument(problem, o, v, keywords) for o, v in problem.fixes]
-            lines.append("    Fix: " + "  or  ".join(ways))
+            label = " (observed, not declared)" if problem.observed else ""
+            lines.append(f"    Fix{label}: " + "  or  ".join(ways))
     kwargs = combined_kwargs(problems, keywords)
     if call and kwargs:
-        lines.append("Paste and edit: " + call.format(kwargs=kwargs))
+        lines.append(f"{paste_label(problems, kwargs)}: " + call.format(kwargs=kwargs))
     return "\n".join(lines)
 
 
@@ -163,4 +192,5 @@ __all__ = [
     "format_problems",
     "fragment_text",
     "keyword_argument",
+    "paste_label",
 ]
