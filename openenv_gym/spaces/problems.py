@@ -126,20 +126,35 @@ def keyword_argument(
 
 
 def combined_kwargs(
-    problems: Sequence[MappingProblem], keywords: Mapping[tuple[Role, Option], str]
+    problems: Sequence[MappingProblem],
+    keywords: Mapping[tuple[Role, Option], str],
+    given: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """The first fix of every problem, merged into one keyword-argument list."""
+    """The first fix of every problem, merged into one keyword-argument list with the
+    options already ``given`` (keyword -> its items as source: ``"'x': (3,)"`` for a dict,
+    ``"'x'"`` for a list), so that the call holds everything the env needs.
+
+    Example:
+        >>> problem = MappingProblem("observation", "b", "unmappable", fixes=(("exclude", ""),))
+        >>> combined_kwargs([problem], ENV_KEYWORDS, {"observation_exclude": ["'a'"]})
+        "observation_exclude=['a', 'b']"
+    """
     dicts: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}
+    for name, items in (given or {}).items():
+        (dicts if name.endswith(("field_spaces", "field_shapes")) else lists)[name] = list(items)
     for problem in problems:
         if not problem.fixes or not problem.path:
             continue
         option, value = problem.fixes[0]
         name = keywords[(problem.role, option)]
         if option in ("exclude", "include"):
-            lists.setdefault(name, []).append(repr(problem.path))
+            if repr(problem.path) not in lists.setdefault(name, []):
+                lists[name].append(repr(problem.path))
         else:
-            dicts.setdefault(name, []).append(f"{problem.path!r}: {value}")
+            key = f"{problem.path!r}: "
+            items = [i for i in dicts.setdefault(name, []) if not i.startswith(key)]
+            dicts[name] = [*items, key + value]
     parts = [f"{name}={{{', '.join(items)}}}" for name, items in dicts.items()]
     parts += [f"{name}=[{', '.join(items)}]" for name, items in lists.items()]
     return ", ".join(parts)
@@ -150,6 +165,7 @@ def format_problems(
     keywords: Mapping[tuple[Role, Option], str],
     *,
     call: str = "",
+    given: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The message of one error for all ``problems``.
 
@@ -158,6 +174,8 @@ def format_problems(
         keywords: How the options are spelled for this caller.
         call: A template with ``{kwargs}`` for the line to paste (e.g.
             ``gym.make('openenv/Remote-v0', base_url=..., {kwargs})``); ``""``: no such line.
+        given: The options the caller already passed, as :func:`combined_kwargs` takes
+            them: the line to paste keeps them.
     """
     count = len(problems)
     noun = "field" if count == 1 else "fields"
@@ -176,7 +194,7 @@ def format_problems(
             ways = [keyword_argument(problem, o, v, keywords) for o, v in problem.fixes]
             label = " (observed, not declared)" if problem.observed else ""
             lines.append(f"    Fix{label}: " + "  or  ".join(ways))
-    kwargs = combined_kwargs(problems, keywords)
+    kwargs = combined_kwargs(problems, keywords, given)
     if call and kwargs:
         lines.append(f"{paste_label(problems, kwargs)}: " + call.format(kwargs=kwargs))
     return "\n".join(lines)
