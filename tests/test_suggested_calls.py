@@ -20,8 +20,7 @@ import gymnasium as gym
 import numpy
 import pytest
 from openenv.core.env_server import create_fastapi_app
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.env_server.types import Observation
 from pydantic import BaseModel, Field
 
 import openenv_gym  # noqa: F401  (registers the ids)
@@ -29,7 +28,7 @@ from openenv_gym.cli import main
 from openenv_gym.errors import ObservationMismatchError, SpaceMappingError
 from openenv_gym.spaces import space_to_json
 from tests.official_peer import serve_official_app
-from tests.official_shapes import COLUMNS, serve_shape
+from tests.official_shapes import COLUMNS, ChatAction, ChatEnvironment, serve_shape
 
 NAMESPACE = {"gym": gym, "gymnasium": gymnasium, "numpy": numpy}
 
@@ -180,10 +179,6 @@ def test_a_call_left_to_edit_says_so_and_names_what_to_fill_in() -> None:
         eval(call, NAMESPACE)
 
 
-class LogAction(Action):
-    message: str
-
-
 class Log(BaseModel):
     messages: list[str] = Field(default_factory=list)
     events: list[str] = Field(default_factory=list)
@@ -195,44 +190,32 @@ class LogObservation(Observation):
     turns: int = 0
 
 
-class LogEnvironment(Environment):
-    """A chat whose observation has a top-level ``list[str]`` and an object made only of
-    lists: both have no fixed shape."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._history: list[str] = []
-        self._state = State(step_count=0)
+class LogEnvironment(ChatEnvironment):
+    """The chat echo whose observation has a top-level ``list[str]`` and an object made
+    only of lists: both have no fixed shape."""
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> LogObservation:
-        self._history = []
-        self._state = State(episode_id=episode_id, step_count=0)
+        super().reset(seed, episode_id)
         return LogObservation()
 
-    def step(self, action: LogAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        self._history.append(action.message)
-        self._state.step_count += 1
+    def step(self, action: ChatAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        chat = super().step(action)
+        turns = len(chat.history)
         return LogObservation(
-            history=list(self._history),
-            log=Log(messages=list(self._history), events=[f"step {len(self._history)}"]),
-            turns=len(self._history),
-            reward=1.0,
-            done=len(self._history) >= 3,
+            history=chat.history,
+            log=Log(messages=chat.history, events=[f"step {turns}"]),
+            turns=turns,
+            reward=chat.reward,
+            done=chat.done,
         )
-
-    @property
-    def state(self) -> State:
-        return self._state
 
 
 def test_an_object_made_only_of_lists_goes_to_info_as_a_list_does_and_check_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    app = create_fastapi_app(LogEnvironment, LogAction, LogObservation, max_concurrent_envs=4)
+    app = create_fastapi_app(LogEnvironment, ChatAction, LogObservation, max_concurrent_envs=4)
     with serve_official_app(app) as url:
         env = gym.make("openenv/Remote-v0", base_url=url)
         try:
