@@ -156,15 +156,14 @@ class Checker:
         return True
 
     def health(self) -> tuple[str, list[str]]:
-        from openenv_gym.client import get_json
-        from openenv_gym.wire.messages import HEALTH_PATH
+        from openenv_gym.client import health
 
         started = time.perf_counter()
-        body = get_json(self.url, HEALTH_PATH, timeout=self.timeout, token=self.token)
+        status, body = health(self.url, timeout=self.timeout, token=self.token)
         elapsed = (time.perf_counter() - started) * 1000
-        if not (isinstance(body, dict) and body.get("status") == "healthy"):
-            raise ValueError(f'expected {{"status": "healthy"}}, got {json.dumps(body)[:200]}')
-        return f"{json.dumps(body)} in {elapsed:.1f} ms", []
+        if not 200 <= status < 300:  # any 2xx is healthy: {"status": "ok"}, an empty body
+            raise ValueError(f"expected HTTP 2xx from GET /health, got {status}: {body[:200]!r}")
+        return f"HTTP {status} {body[:200] or '(empty body)'} in {elapsed:.1f} ms", []
 
     def schema(self) -> tuple[str, list[str]]:
         from openenv_gym.client import fetch_schema
@@ -226,6 +225,14 @@ class Checker:
         if env.inferred_spaces:
             summary += f" and the reset observation ({len(env.inferred_spaces)} inferred)"
         return summary, lines
+
+    @property
+    def form(self) -> str | None:
+        """The protocol form the env agreed with the server, in words (``None``: no env)."""
+        from openenv_gym.client import form_summary
+
+        form = getattr(self.env, "form", None)
+        return None if form is None else form_summary(form)
 
     def _mapping_source(self) -> dict[str, Any]:
         """The options given, as values whose repr is Python source for ``gym.make``."""
@@ -355,6 +362,8 @@ class Checker:
         verdict = f"FAIL ({', '.join(failed)})" if failed else "PASS"
         if self.make_call is not None:
             out.write(f"works: {self.make_call}\n" if not failed else f"tried: {self.make_call}\n")
+        if self.form is not None:
+            out.write(f"form: {self.form}\n")
         found = ", ".join(f.name for f in self.findings)
         found = f"; server findings: {found}" if found else ""
         out.write(f"result: {verdict} ({len(self.results)} checks{found})\n")
@@ -380,6 +389,7 @@ class Checker:
                 else {"summary": self.survey_report[0], "details": self.survey_report[1]}
             ),
             "make_call": self.make_call,
+            "form": getattr(env, "form", None),
             "inferred": [
                 {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
                 for i in (env.inferred_spaces if env is not None else ())
