@@ -59,8 +59,9 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
             raise auth_error(refused.url, status, token) from refused
         if not 200 <= status < 300:
             raise NotAnOpenEnvServerError(
-                f"{refused} But GET /health answered HTTP {status} ({body[:100]!r}), so it "
-                "is not an OpenEnv server either; is base_url right?",
+                f"{refused.url} refused the WebSocket upgrade (no OpenEnv WebSocket endpoint) "
+                f"and GET /health answered HTTP {status} ({body[:100]!r}): expected an OpenEnv "
+                f"server, which answers 2xx there. Is base_url={base_url!r} right?",
                 url=refused.url,
             ) from refused
         if options.encoding_choice.required is not None:
