@@ -64,8 +64,8 @@ def walk_app(
     """A FastAPI app serving one :class:`~tests.third_party_servers.walk.Walk`.
 
     ``step_body="flat"``: ``POST /step`` takes the action's fields directly (and answers 422
-    to ``{"action": {...}}``). ``schema_route``: also ``GET /schema``, as in later releases
-    (still no ``/ws``).
+    to ``{"action": {...}}``). ``schema_route``: also ``GET /schema`` and ``GET /metadata``, as in
+    later releases (still no ``/ws``).
     """
     app = FastAPI(title="walk")
     game = Walk()
@@ -98,6 +98,10 @@ def walk_app(
         return game.state()
 
     if schema_route:
+
+        @app.get("/metadata")
+        def metadata() -> dict[str, Any]:
+            return {"name": "walk", "version": "1.0"}
 
         @app.get("/schema")
         def schema() -> dict[str, Any]:
