@@ -247,3 +247,29 @@ def test_websocket_of_another_protocol_is_a_protocol_error() -> None:
                 env.reset()
         finally:
             env.close()
+
+
+def test_vector_env_says_why_not_and_the_call_that_works(wrapped_url: str) -> None:
+    with pytest.raises(NoWebSocketEndpointError, match=r"SyncVectorEnv") as caught:
+        gym.make_vec(
+            "openenv/Remote-v0",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            base_url=wrapped_url,
+            **MODELS,
+        )
+    assert "one session per server" in str(caught.value)
+    with serve_official_app(walk_app()) as first, serve_official_app(walk_app()) as second:
+        envs = gym.vector.SyncVectorEnv(
+            [
+                lambda u=u: gym.make("openenv/Remote-v0", base_url=u, **MODELS)
+                for u in (first, second)
+            ]
+        )
+        try:
+            obs, _ = envs.reset(seed=[4, 5])
+            assert obs["position"].tolist() == [0, 1]
+            obs, *_ = envs.step(np.array([2, 0]))
+            assert obs["position"].tolist() == [1, 0]
+        finally:
+            envs.close()

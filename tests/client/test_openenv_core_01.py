@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.errors import NoWebSocketEndpointError
 from tests.client.test_http_session import play
 from tests.third_party_servers.fastapi_apps import MODELS
 from tests.third_party_servers.openenv_core_01 import serve_openenv_core_01
@@ -39,15 +38,3 @@ def test_single_env_plays_200_steps_over_http(url: str) -> None:
         assert env.unwrapped.state()["step_count"] >= 0
     finally:
         env.close()
-
-
-def test_vector_env_says_why_not_and_what_to_call(url: str) -> None:
-    with pytest.raises(NoWebSocketEndpointError, match=r"SyncVectorEnv") as caught:
-        gym.make_vec(
-            "openenv/Remote-v0",
-            num_envs=2,
-            vectorization_mode="vector_entry_point",
-            base_url=url,
-            **MODELS,
-        )
-    assert "no OpenEnv WebSocket endpoint" in str(caught.value)
