@@ -5,8 +5,6 @@ that name the real cause of a refused upgrade."""
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +27,7 @@ from openenv_gym.errors import (
 from openenv_gym.wire.messages import StateReply, reset_message, state_message, step_message
 from tests.conftest import RawWebSocketServer
 from tests.official_peer import serve_official_app
+from tests.third_party_servers.canned import CannedHttpServer
 from tests.third_party_servers.fastapi_apps import MODELS, walk_app
 
 
@@ -150,44 +149,6 @@ def test_required_binary_encoding_on_http_server(wrapped_url: str) -> None:
 def test_health_is_any_2xx(wrapped_url: str) -> None:
     assert health(wrapped_url) == (200, '{"status":"ok"}')
     assert is_healthy(wrapped_url)
-
-
-class CannedHttpServer:
-    """Answers every request with one canned HTTP response (a stand-in for servers whose
-    answer to the upgrade is the point of the test)."""
-
-    def __init__(self, status: str, headers: str = "", body: bytes = b"") -> None:
-        self.reply = (
-            f"HTTP/1.1 {status}\r\n{headers}Content-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n"
-        ).encode() + body
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            with client:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = client.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                client.sendall(self.reply)
-
-    def __enter__(self) -> CannedHttpServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.sock.shutdown(socket.SHUT_RDWR)  # wakes accept()
-        self.sock.close()
-        self.thread.join(5)
 
 
 def test_403_with_a_challenge_is_a_token_error() -> None:
