@@ -131,7 +131,10 @@ class HttpSession:
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
         """A request whose reply must be an observation (reset, step)."""
-        return expect_observation(self.request(message), message, self.url)
+        reply = self.request(message)
+        if isinstance(reply, ObservationReply):  # the common case: no URL built
+            return reply
+        return expect_observation(reply, message, self.url)
 
     def _step(self, action: dict[str, Any]) -> Any:
         """``POST /step`` in the shape the server takes, found on the first step."""

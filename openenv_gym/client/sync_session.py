@@ -150,7 +150,10 @@ class SyncSession:
         Raises:
             ProtocolError: A ``state`` reply came instead.
         """
-        return expect_observation(self.request(message), message, self.url)
+        reply = self.request(message)
+        if isinstance(reply, ObservationReply):  # the common case: no URL built
+            return reply
+        return expect_observation(reply, message, self.url)
 
     def close(self) -> None:
         """Say ``close`` to the server and close the connection. Idempotent, never raises."""
