@@ -6,7 +6,8 @@ Such a server holds ONE environment: ``POST /reset`` (body: the reset keys), ``P
 first shape makes the session retry with the second, and keep it), ``GET /state``. Replies to
 reset and step are ``{"observation": {...}, "reward": ..., "done": ...}``, as in the
 WebSocket protocol's ``observation`` message. One session per server: two clients of the same
-server share (and reset) its one environment.
+server would share (and reset) its one environment, so a second open session to a server in
+the same process is refused (``CapacityReachedError``; other processes cannot be seen).
 
 Requests go out on one keep-alive ``httpx.Client`` in the caller's thread: no thread hop, no
 event loop.
@@ -23,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any, ClassVar, Final
 
 import httpx
@@ -30,6 +32,7 @@ import httpx
 from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
+    CapacityReachedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     ProtocolError,
@@ -56,6 +59,8 @@ ROUTES: Final = {
     MessageType.STATE.value: ("GET", "/state"),
 }
 _INVALID_BODY: Final = 422
+#: The HTTP sessions of this process (one per server: its one environment).
+_OPEN: Final[weakref.WeakSet[HttpSession]] = weakref.WeakSet()
 
 
 class HttpSession:
@@ -77,6 +82,16 @@ class HttpSession:
     def __init__(self, base_url: str, options: ConnectOptions | None = None) -> None:
         options = options or ConnectOptions()
         self.url = ws_to_http_url(base_url)
+        if any(not other.closed and other.url == self.url for other in _OPEN):
+            raise CapacityReachedError(
+                f"{self.url} speaks HTTP only and holds ONE environment, which an open "
+                "session of this process already drives: a second would reset and step the "
+                "same environment. Close the other env first, or start one server per env "
+                "and pass each its own base_url (e.g. gym.vector.SyncVectorEnv([lambda u=u: "
+                "gym.make('openenv/Remote-v0', base_url=u) for u in urls]))",
+                code="CAPACITY_REACHED",
+                url=self.url,
+            )
         self._token = resolve_token(options.token)
         self._client = httpx.Client(
             base_url=self.url,
@@ -88,6 +103,7 @@ class HttpSession:
         #: Whether ``POST /step`` takes the action's fields directly (``None``: not tried).
         self.flat_step: bool | None = None
         self._closed = False
+        _OPEN.add(self)
 
     @property
     def closed(self) -> bool:

@@ -33,6 +33,7 @@ def test_http_only_app_with_ok_health_passes_and_says_http(
         body = json.loads(capsys.readouterr().out)
     assert '[ok]   health     HTTP 200 {"status":"ok"}' in report
     assert "form: http (one session per server)\n" in report
+    assert "close check skipped: the server holds one environment" in report
     assert report.endswith("result: PASS (6 checks)\n")
     assert body["passed"] is True
     assert body["form"] == "http"

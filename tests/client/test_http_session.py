@@ -18,6 +18,7 @@ from openenv_gym.client import ConnectOptions, HttpSession, health, is_healthy, 
 from openenv_gym.errors import (
     AuthenticationError,
     BinaryEncodingRefusedError,
+    CapacityReachedError,
     ConnectionLostError,
     NotAnOpenEnvServerError,
     NoWebSocketEndpointError,
@@ -234,3 +235,20 @@ def test_vector_env_says_why_not_and_the_call_that_works(wrapped_url: str) -> No
             assert obs["position"].tolist() == [1, 0]
         finally:
             envs.close()
+
+
+def test_a_second_session_to_a_one_env_server_is_refused_until_the_first_closes(
+    wrapped_url: str,
+) -> None:
+    first = gym.make("openenv/Remote-v0", base_url=wrapped_url, **MODELS)
+    try:
+        first.reset(seed=5)
+        with pytest.raises(CapacityReachedError, match=r"holds ONE environment") as caught:
+            gym.make("openenv/Remote-v0", base_url=wrapped_url, **MODELS)
+        assert caught.value.code == "CAPACITY_REACHED"
+        obs, *_ = first.step(2)  # the first env's episode went on untouched
+        assert obs["position"] == 2
+    finally:
+        first.close()
+    second = gym.make("openenv/Remote-v0", base_url=wrapped_url, **MODELS)
+    second.close()
