@@ -139,6 +139,7 @@ class Checker:
         #: apart, they do not fail the check.
         self.findings: list[CheckResult] = []
         self.env: Any = None
+        self._probed_form: str | None = None
         self.env_id = "openenv/Remote-v0"
 
     def _run(self, name: str, check: Callable[[], tuple[str, list[str]]]) -> bool:
@@ -231,8 +232,21 @@ class Checker:
         """The protocol form the env agreed with the server, in words (``None``: no env)."""
         from openenv_gym.client import form_summary
 
-        form = getattr(self.env, "form", None)
+        form = getattr(self.env, "form", None) or self._probed_form
         return None if form is None else form_summary(form)
+
+    def _probe_form(self) -> None:
+        """Open (and close) a session to learn the form, when no env got as far; a failure
+        leaves it unknown (the checks report the causes)."""
+        from openenv_gym.client import ConnectOptions, open_session
+
+        options = ConnectOptions(token=self.token, connect_timeout=self.timeout)
+        try:
+            session = open_session(self.url, options)
+        except Exception:  # the form is context; the checks already say what failed
+            return
+        self._probed_form = session.form
+        session.close()
 
     def _mapping_source(self) -> dict[str, Any]:
         """The options given, as values whose repr is Python source for ``gym.make``."""
@@ -338,6 +352,8 @@ class Checker:
         finally:
             if self.env is not None:
                 self.env.close()
+        if self.env is None and self.results[0].ok:  # healthy, but no env: what form?
+            self._probe_form()
         if schema_ok and self.episodes:
             try:
                 self.survey_report = self.survey()
@@ -394,7 +410,7 @@ class Checker:
                 else {"summary": self.survey_report[0], "details": self.survey_report[1]}
             ),
             "make_call": self.make_call,
-            "form": getattr(env, "form", None),
+            "form": getattr(env, "form", None) or self._probed_form,
             "inferred": [
                 {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
                 for i in (env.inferred_spaces if env is not None else ())

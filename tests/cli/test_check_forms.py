@@ -37,3 +37,16 @@ def test_http_only_app_with_ok_health_passes_and_says_http(
     assert report.endswith("result: PASS (6 checks)\n")
     assert body["passed"] is True
     assert body["form"] == "http"
+
+
+def test_form_is_said_whether_or_not_an_env_was_built(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with serve_official_app(walk_app("flat")) as url:  # no /schema
+        main(["check", url, "--episodes", "0"])
+        report = capsys.readouterr().out
+        main(["check", url, "--episodes", "0", "--json"])
+        body = json.loads(capsys.readouterr().out)
+    assert "[ok]   health" in report
+    assert "form: http (one session per server)\n" in report
+    assert body["form"] == "http"
