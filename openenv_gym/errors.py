@@ -105,6 +105,12 @@ class NotAnOpenEnvServerError(ServerConnectionError):
     """Something answered at the URL, but it does not speak the OpenEnv protocol."""
 
 
+class NoWebSocketEndpointError(NotAnOpenEnvServerError):
+    """The server refused the WebSocket upgrade at ``/ws`` (HTTP 403 or 404) with no sign of
+    authentication: it has no OpenEnv WebSocket endpoint (a first-release ``openenv-core``
+    0.1 server or a plain FastAPI app). A single env falls back to HTTP sessions."""
+
+
 class ConnectionLostError(ServerConnectionError):
     """An open session's connection closed before the reply arrived."""
 
@@ -303,6 +309,7 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
 ]
+__all__ += ["NoWebSocketEndpointError"]
 
 
 # --------------------------------------------------------------------------- atari, chess, binary

@@ -300,7 +300,7 @@ def test_check_prints_what_it_inferred_and_the_call_that_works(
     assert main(["check", control_url, "--max-steps", "5"]) == 0
     report = capsys.readouterr().out
     assert "taken from the data: observation 'observations.position': (3,)" in report
-    works = report.splitlines()[-2]
+    works = next(line for line in report.splitlines() if line.startswith("works: "))
     assert works.startswith("works: gym.make('openenv/Remote-v0'")
     env = eval(works.removeprefix("works: "), {"gym": gym, "gymnasium": gymnasium, "numpy": numpy})
     try:
