@@ -14,24 +14,28 @@ not shrink :data:`~openenv_gym.wire.compressed.MIN_RATIO` times, whatever was as
 
 The rule, step by step:
 
-1. **Probe both**: the first :data:`PROBE_STEPS` steps raw, the next :data:`PROBE_STEPS`
-   packed; the choice is the one whose median cost per step is lower.
-2. **Stay, then check again**: after ``interval`` steps on the choice (first
-   :data:`REVISE_STEPS`), the other one is probed again for :data:`PROBE_STEPS` steps. If
-   it is cheaper by more than :data:`MARGIN` it becomes the choice and ``interval`` starts
-   over; if not, ``interval`` doubles (up to :data:`MAX_REVISE_STEPS`), so a choice that
-   keeps winning costs ever fewer probe steps (under 1% once settled), and a link that
-   changes (a tunnel that gets congested, a server that moves) is noticed within
-   :data:`MAX_REVISE_STEPS` steps.
+1. **Probe both**: the first :data:`PROBE_STEPS` steps packed, the next ones raw; the choice
+   is the one whose median cost per step is lower.
+2. **Cut a probe short** when it is clearly worse: once :data:`EARLY_STEPS` steps of a probe
+   all cost more than :data:`EARLY_FACTOR` times the other choice's median, the probe ends
+   there (through a tunnel a raw Pong N=16 step costs 5x a packed one: one such step says
+   enough).
+3. **Stay, then check again**: after ``interval`` steps on the choice, the other one is
+   probed again. If it is cheaper by more than :data:`MARGIN` it becomes the choice and
+   ``interval`` starts over; if not, ``interval`` doubles. Either way ``interval`` is at
+   least what keeps the time probes cost beyond the choice under :data:`PROBE_BUDGET` (as
+   the last probe measured it) and between :data:`REVISE_STEPS` and :data:`MAX_REVISE_STEPS`:
+   a settled choice spends about 1% of its time probing, and a link that changes (a tunnel
+   that gets congested, a server that moves) is noticed within :data:`MAX_REVISE_STEPS`
+   steps.
 
-Through a 20 ms / 100 Mbit/s tunnel a raw Pong N=16 frame takes about 5x a packed one, so
-packing wins at once; on one host without shared memory both cost about the same and the
-rule keeps whichever measures lower. Tested on its decisions by feeding it measurements
-(``tests/wire/test_compression_policy.py``).
+Through a 20 ms / 100 Mbit/s tunnel packing wins at once; on one host without shared memory
+both cost about the same and the rule keeps whichever measures lower. Tested on its
+decisions by feeding it measurements (``tests/wire/test_compression_policy.py``).
 
 Example:
     >>> policy = CompressionPolicy()
-    >>> for _ in range(2 * PROBE_STEPS):  # a tunnel: raw 100 ms a step, packed 20 ms
+    >>> for _ in range(PROBE_STEPS + EARLY_STEPS):  # a tunnel: raw 100 ms a step, packed 20 ms
     ...     asked = policy.choice()
     ...     policy.record(asked, 0.100 if not asked else 0.020)
     >>> policy.choice(), policy.compress
@@ -40,16 +44,24 @@ Example:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from typing import Final
 
 #: Steps each choice is measured for in a probe.
 PROBE_STEPS: Final = 8
-#: Steps on a choice before the other one is probed again (it doubles while the choice wins).
+#: Steps after which a probe that is clearly worse ends (one: a wrong cut costs a stay on the
+#: other choice, which the next probe corrects; a slow probe costs every one of its steps).
+EARLY_STEPS: Final = 1
+#: "Clearly worse": every step of the probe so far costs more than this times the other's median.
+EARLY_FACTOR: Final = 1.5
+#: The fewest steps on a choice before the other one is probed again.
 REVISE_STEPS: Final = 64
 #: The longest stay on a choice without probing the other one.
 MAX_REVISE_STEPS: Final = 4096
+#: The share of the time a settled choice may spend probing the other one.
+PROBE_BUDGET: Final = 0.01
 #: How much cheaper (a fraction of the cost per step) the other choice must measure to win.
 MARGIN: Final = 0.03
 #: Recent costs of the current choice kept to compare with a probe.
@@ -73,7 +85,7 @@ class CompressionPolicy:
             False: deque(maxlen=WINDOW),
             True: deque(maxlen=WINDOW),
         }
-        self._probing: bool | None = False  # the choice being probed (None: staying)
+        self._probing: bool | None = True  # the choice being probed (None: staying)
         self._left = PROBE_STEPS  # steps left in the probe or the stay
         self._interval = REVISE_STEPS
 
@@ -88,15 +100,16 @@ class CompressionPolicy:
         """One step's cost: ``seconds`` from building the request (that asked ``compressed``)
         to having parsed its reply."""
         costs = self._costs[compressed]
-        if self._probing is not None and compressed == self._probing:
+        probing = self._probing
+        if probing is not None and compressed == probing:
             costs.append(seconds)
-            if compressed != self.compress and self.compress is not None:
+            if self.compress is not None and compressed != self.compress:
                 self.probes += 1
             self._left -= 1
-            if self._left <= 0:
+            if self._left <= 0 or self._clearly_worse(compressed):
                 self._end_probe()
             return
-        if self._probing is None and compressed == self.compress:
+        if probing is None and compressed == self.compress:
             costs.append(seconds)
             self._left -= 1
             if self._left <= 0:
@@ -106,6 +119,11 @@ class CompressionPolicy:
         """The median measured cost per step of a choice (``None``: not measured yet)."""
         costs = self._costs[compressed]
         return statistics.median(costs) if costs else None
+
+    def _clearly_worse(self, probed: bool) -> bool:
+        costs = self._costs[probed]
+        other = self.cost(not probed)
+        return len(costs) >= EARLY_STEPS and other is not None and min(costs) > EARLY_FACTOR * other
 
     def _start_probe(self, compressed: bool) -> None:
         self._costs[compressed].clear()
@@ -128,14 +146,23 @@ class CompressionPolicy:
             self.switches += 1
             self._interval = REVISE_STEPS
         else:
-            self._interval = min(2 * self._interval, MAX_REVISE_STEPS)
+            self._interval = 2 * self._interval
+        # Keep what the next probe costs beyond the choice (as this one measured) within the
+        # budget: a far worse choice is probed rarely, a near tie often.
+        winner, loser = min(mine, other), max(mine, other)
+        extra = len(self._costs[probed]) * (loser - winner)
+        budget = math.ceil(extra / (PROBE_BUDGET * max(winner, 1e-9)))
+        self._interval = min(max(self._interval, budget, REVISE_STEPS), MAX_REVISE_STEPS)
         self._probing = None
         self._left = self._interval
 
 
 __all__ = [
+    "EARLY_FACTOR",
+    "EARLY_STEPS",
     "MARGIN",
     "MAX_REVISE_STEPS",
+    "PROBE_BUDGET",
     "PROBE_STEPS",
     "REVISE_STEPS",
     "WINDOW",
