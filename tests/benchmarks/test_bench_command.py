@@ -229,7 +229,7 @@ def test_a_run_beside_cpu_bound_processes_says_so_and_stops_them(
     for pid in pids:  # stopped and reaped when the run ended
         assert not Path(f"/proc/{pid}").exists() or "zombie" not in _state(pid)
     assert "Contention: 2 CPU-bound pure-Python processes" in captured.out
-    assert "Contention: 2 CPU-bound" in (tmp_path / "bench.md").read_text()
+    assert "**Contention:** 2 CPU-bound" in (tmp_path / "bench.md").read_text()
 
 
 def _state(pid: int) -> str:
