@@ -42,6 +42,12 @@ class NotAnOpenEnvServerError(ServerConnectionError):
     """Something answered at the URL, but it does not speak the OpenEnv protocol."""
 
 
+class NoWebSocketEndpointError(NotAnOpenEnvServerError):
+    """The server refused the WebSocket upgrade at ``/ws`` (HTTP 403 or 404) with no sign of
+    authentication: it has no OpenEnv WebSocket endpoint (a first-release ``openenv-core``
+    0.1 server or a plain FastAPI app). A single env falls back to HTTP sessions."""
+
+
 class ConnectionLostError(ServerConnectionError):
     """An open session's connection closed before the reply arrived."""
 
@@ -239,6 +245,7 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
 ]
+__all__ += ["NoWebSocketEndpointError"]
 
 
 # --------------------------------------------------------------------------- atari, chess, binary
@@ -478,3 +485,21 @@ class PortInUseError(ServerStartError):
 
 
 __all__ += ["PortInUseError", "SharedFileRefusedError"]
+
+# --------------------------------------------------------------------------- multi-agent games
+
+
+class SeatsUnavailableError(OpenEnvGymError, ValueError):
+    """A server cannot seat every player of a multi-agent env: its observations do not say
+    whose turn it is, name no players, or name fewer than the env's seats."""
+
+
+class NotYourTurnError(ActionOutOfSpaceError):
+    """A player moved out of turn (answered ``VALIDATION_ERROR`` by a server)."""
+
+
+class GameOverError(OpenEnvGymError, ValueError):
+    """A move was sent after the game ended; reset to play again."""
+
+
+__all__ += ["GameOverError", "NotYourTurnError", "SeatsUnavailableError"]

@@ -1,7 +1,7 @@
 """Whether a batch connection's result frames come compressed: chosen by measurement.
 
 ``compression="auto"`` offers compressed frames on every batch connection that does not get
-shared memory (:func:`~openenv_gym.wire.compressed.compression_offer`), whatever the peer's
+shared memory (:func:`~openenv_gym.wire.compressed.batch_compression_offer`), whatever the peer's
 address: a server reached through ``ssh -L``, ``kubectl port-forward`` or any local proxy is
 on 127.0.0.1, yet its frames cross a real link. Whether a step's result is then packed is
 asked in each ``batch_step`` (``"compress": true|false``), and the client's
