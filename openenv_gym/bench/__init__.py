@@ -66,9 +66,12 @@ def run_from_args(args: argparse.Namespace) -> int:
             out_dir=out_dir,
             what=(
                 f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
-                f"--seconds {settings.seconds:g}` ({info.name or 'no name in /metadata'})"
+                f"--seconds {settings.seconds:g}"
+                + (f" --contention {settings.contention}" if settings.contention else "")
+                + f"` ({info.name or 'no name in /metadata'})"
             ),
             targets=lambda results: "",
+            contention=settings.contention,
         )
         return exit_code(report.measured)
     report = run_and_report(

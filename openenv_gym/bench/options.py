@@ -252,7 +252,6 @@ def conflicts(args: argparse.Namespace) -> str:
             ("--workers", args.workers is not None),
             ("--busy-poll-us", args.busy_poll_us is not None),
             ("--link", getattr(args, "link", None) is not None),
-            ("--contention", bool(getattr(args, "contention", 0))),
         )
         if given
     ]
