@@ -228,7 +228,7 @@ def test_the_pool_gets_preprocessed_frames(served: Any) -> None:
         assert pool.observation_space.shape == (4, 84, 84)  # one sub-env, as envpool
         pool.async_reset()
         for _ in range(10):
-            obs, rewards, terminated, truncated, info = pool.recv()
+            obs, _, _, _, info = pool.recv()
             assert obs.shape == (2, 4, 84, 84)
             assert obs.dtype == np.uint8
             assert info["game_over"].dtype == bool
