@@ -235,3 +235,18 @@ def test_the_pool_gets_preprocessed_frames(served: Any) -> None:
             pool.send(np.zeros(2, np.int64), info["env_id"])
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+def test_options_that_do_not_fit_the_server_are_a_clear_error(served: Any) -> None:
+    from openenv_gym.errors import ServerMismatchError
+
+    raw = served("pong")
+    with pytest.raises(ServerMismatchError, match=r"sends \(210, 160, 3\) frames, not the"):
+        gym.make("openenv/Atari-v0", base_url=raw, stack_num=4)
+    with pytest.raises(ServerMismatchError, match="serve atari --stack-num 4"):
+        gym.make_vec("openenv/Atari-v0", num_envs=2, base_url=raw, stack_num=4)
+    stacked = served("pong", stack_num=2)
+    env = gym.make("openenv/Atari-v0", base_url=stacked, stack_num=2)  # they fit
+    assert env.observation_space.shape == (2, 84, 84)
+    env.close()

@@ -43,6 +43,7 @@ from openenv_gym.envs.atari.models import (
     screen_space,
 )
 from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
+from openenv_gym.envs.atari.preprocessing import PREPROCESSING_NAMES, Preprocessing
 from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchError
 from openenv_gym.extras import optional_imports
 from openenv_gym.providers import ServerSpec, server_provider
@@ -303,6 +304,28 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
 
 
+def _check_preprocessing(env: AtariOpenEnvEnv, options: Mapping[str, Any]) -> None:
+    """With ``base_url`` the server's preprocessing is fixed when it starts: the options
+    given must describe the frames it sends.
+
+    Raises:
+        ServerMismatchError: The server sends frames of another shape.
+    """
+    settings = Preprocessing.from_options(options, options["frameskip"])
+    if settings is None:
+        return
+    sent = env.observation_space.shape
+    if sent != settings.observation_shape:
+        given = {k: v for k, v in options.items() if k in PREPROCESSING_NAMES and v is not None}
+        flags = " ".join(ATARI_OPTIONS.to_argv(given))
+        raise ServerMismatchError(
+            f"the Atari server at {env.base_url} sends {sent} frames, not the "
+            f"{settings.observation_shape} that {given} give: a server's preprocessing is fixed "
+            f"when it starts. Start it with `openenv-gym serve atari {flags}`, or drop base_url "
+            "to start one with these options"
+        )
+
+
 @takes_server_keywords
 def make_atari_env(
     game: str | None = None,
@@ -349,7 +372,7 @@ def make_atari_env(
     )
     settings = {name: options[name] for name in ("game", "obs_type", "full_action_space")}
     if base_url is not None:
-        return AtariOpenEnvEnv(
+        env = AtariOpenEnvEnv(
             base_url,
             token=token,
             encoding=encoding,
@@ -357,6 +380,12 @@ def make_atari_env(
             **settings,
             **env_kwargs,
         )
+        try:
+            _check_preprocessing(env, options)
+        except ServerMismatchError:
+            env.close()
+            raise
+        return env
     from openenv_gym.envs.atari.environment import rom_id
 
     # The embedded server runs here: fail early, with this process's error.
