@@ -167,11 +167,6 @@ class FramePipeline:
         self._fire = settings.use_fire_reset and len(meanings) >= 3 and meanings[1] == "FIRE"
         raw = (_RAW_HEIGHT, _RAW_WIDTH) if settings.gray_scale else (_RAW_HEIGHT, _RAW_WIDTH, 3)
         self._raw = [np.zeros(raw, np.uint8), np.zeros(raw, np.uint8)]
-        # Reused every step: the max-pool's output and the resized frame (no allocations).
-        self._pooled = np.zeros(raw, np.uint8)
-        self._resize = (settings.img_height, settings.img_width) != (_RAW_HEIGHT, _RAW_WIDTH)
-        size = (settings.img_height, settings.img_width)
-        self._resized = np.zeros(size if settings.gray_scale else (*size, 3), np.uint8)
         self._stack = np.zeros(settings.observation_shape, np.uint8)
         self._interpolation = cv2.INTER_AREA if settings.use_inter_area_resize else cv2.INTER_LINEAR
         self._lives = 0
@@ -243,7 +238,7 @@ class FramePipeline:
                 break
         if grabbed == 1:
             return self._raw[0], float(reward)
-        return np.maximum(self._raw[0], self._raw[1], out=self._pooled), float(reward)
+        return np.maximum(self._raw[0], self._raw[1]), float(reward)
 
     def _grab(self, out: np.ndarray) -> np.ndarray:
         if self.settings.gray_scale:
@@ -255,12 +250,9 @@ class FramePipeline:
     def _push(self, frame: np.ndarray, *, fill: bool) -> None:
         """Resize ``frame`` and push it onto the stack (into every slot with ``fill``)."""
         s = self.settings
-        if self._resize:
+        if (s.img_height, s.img_width) != (_RAW_HEIGHT, _RAW_WIDTH):
             frame = self._cv2.resize(
-                frame,
-                (s.img_width, s.img_height),
-                dst=self._resized,
-                interpolation=self._interpolation,
+                frame, (s.img_width, s.img_height), interpolation=self._interpolation
             )
         if not s.gray_scale:
             frame = frame.transpose(2, 0, 1)
