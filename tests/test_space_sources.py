@@ -1,0 +1,101 @@
+"""The sources of the spaces against real servers: official ``openenv`` apps whose models
+are only in ``/openapi.json`` (tests/openapi_servers.py), the user's dataclass models, and
+the first observation; each source is named in ``env.space_sources`` and in the log."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym.errors import SpaceMappingError
+from tests.openapi_servers import BoardObservation, MoveData, serve_openapi
+
+
+def _make(url: str, **kwargs: Any) -> gym.Env[Any, Any]:
+    return gym.make("openenv/Remote-v0", base_url=url, **kwargs)
+
+
+def _play(env: gym.Env[Any, Any]) -> None:
+    _, info = env.reset(seed=0)
+    assert info["legal_actions"] == [0, 1, 2, 3]
+    obs, reward, terminated, _, info = env.step(env.action_space.sample() | {"column": 2})
+    np.testing.assert_array_equal(obs["board"], [[0, 0, 1, 0], [0, 0, 0, 0]])
+    assert reward == 1.0
+    assert not terminated
+
+
+@pytest.mark.parametrize(
+    ("kind", "observation_source"),
+    [
+        ("wrapped", "GET /openapi.json (the response model of POST /step)"),
+        ("fields", "GET /openapi.json (the response model of POST /step)"),
+    ],
+)
+def test_a_server_without_schema_gets_its_spaces_from_openapi(
+    kind: str, observation_source: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with serve_openapi(kind) as url:
+        assert httpx.get(url + "/schema").status_code == 404
+        with caplog.at_level(logging.INFO, logger="openenv_gym"):
+            env = _make(url, action_include=["style"])
+        try:
+            sources = env.unwrapped.space_sources
+            assert sources.action == "GET /openapi.json (the request body of POST /step)"
+            assert sources.observation == observation_source
+            assert sources.step_body == kind
+            assert f"spaces: {sources.describe()}" in caplog.text
+            assert env.action_space["column"] == spaces.Discrete(4)
+            assert env.action_space["style"] == spaces.Discrete(2)
+            assert env.observation_space["last_present"] == spaces.Discrete(2)
+            _play(env)
+        finally:
+            env.close()
+
+
+def test_no_typed_action_anywhere_gives_one_error_and_a_dataclass_fixes_it() -> None:
+    with serve_openapi("untyped") as url:
+        with pytest.raises(SpaceMappingError) as info:
+            _make(url)
+        message = str(info.value)
+        assert "GET /schema:" in message
+        assert "HTTP 404" in message
+        assert "the body of POST /step is an untyped object" in message
+        paste = message.splitlines()[-1]
+        assert paste == (
+            f"Paste and edit: gym.make('openenv/Remote-v0', base_url={url!r}, "
+            "action_model=BoardAction, observation_model=BoardObservation)"
+        )
+        call = paste.removeprefix("Paste and edit: ").replace("BoardAction", "MoveData")
+        env = eval(call, {"gym": gym, "MoveData": MoveData, "BoardObservation": BoardObservation})
+        try:
+            assert env.unwrapped.space_sources.action == "action_model=MoveData"
+            assert env.unwrapped.space_sources.observation == "observation_model=BoardObservation"
+            assert env.action_space == spaces.Discrete(4)
+            env.reset(seed=0)
+            obs, *_ = env.step(1)
+            np.testing.assert_array_equal(obs["board"], [[0, 1, 0, 0], [0, 0, 0, 0]])
+        finally:
+            env.close()
+
+
+def test_without_an_observation_model_the_first_observation_gives_it() -> None:
+    with serve_openapi("untyped") as url:
+        env = _make(url, action_model=MoveData)
+        try:
+            assert env.unwrapped.space_sources.observation == "the first observation"
+            assert env.observation_space["board"].shape == (2, 4)
+            assert "legal_actions" not in env.observation_space.spaces
+            env.reset(seed=0)
+            obs, _, _, _, info = env.step(3)
+            np.testing.assert_array_equal(obs["board"], [[0, 0, 0, 1], [0, 0, 0, 0]])
+            assert info["legal_actions"] == [0, 1, 2, 3]
+            assert info["last"] == 3  # None at reset: no type, so it goes to info
+        finally:
+            env.close()
