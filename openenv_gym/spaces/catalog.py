@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from openenv_gym.spaces.sources import follow_refs
+
 #: Fields of the OpenEnv base classes, left out of a fingerprint (they vary by release).
 _ENVELOPE: Final = {
     "action": frozenset({"metadata"}),
@@ -160,15 +162,9 @@ def _object_shape(
 
 
 def _type_shape(schema: Any, root: Mapping[str, Any], depth: int) -> str:
-    if not isinstance(schema, Mapping) or depth > 8:
+    schema = follow_refs(schema, root)
+    if schema is None or depth > 8:
         return "?"
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target: Any = root
-        for part in ref.lstrip("#").split("/"):
-            if part:
-                target = target.get(part) if isinstance(target, Mapping) else None
-        return _type_shape(target, root, depth + 1)
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             return "|".join(_type_shape(branch, root, depth + 1) for branch in schema[key])

@@ -288,7 +288,7 @@ def _json_content(holder: Any) -> Any:
 
 
 def _body_schema(operation: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return _resolve(_json_content(operation.get("requestBody")), root)
+    return follow_refs(_json_content(operation.get("requestBody")), root)
 
 
 def _response_schema(
@@ -297,11 +297,17 @@ def _response_schema(
     responses = operation.get("responses")
     if not isinstance(responses, Mapping):
         return None
-    return _resolve(_json_content(responses.get("200")), root)
+    return follow_refs(_json_content(responses.get("200")), root)
 
 
-def _resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """Follow ``$ref`` s (and a one-branch ``allOf``) to an object schema, else ``None``."""
+def follow_refs(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Follow ``$ref`` s (local to ``root``, and a one-branch ``allOf``) to the schema they
+    name; ``None`` when one does not resolve.
+
+    Example:
+        >>> follow_refs({"$ref": "#/$defs/A"}, {"$defs": {"A": {"type": "integer"}}})
+        {'type': 'integer'}
+    """
     for _ in range(32):  # a chain of references, never a cycle
         if not isinstance(schema, Mapping):
             return None
@@ -337,7 +343,7 @@ def _action_of_body(
     if not _is_typed_object(body):
         return None, None
     properties = body["properties"]
-    inner = _resolve(properties.get("action"), root)
+    inner = follow_refs(properties.get("action"), root)
     is_object = inner is None or inner.get("type") == "object" or "properties" in inner
     if "action" in properties and is_object:
         return (inner, "wrapped") if _is_typed_object(inner) else (None, None)
@@ -356,7 +362,7 @@ def _observation_of_response(
     if response is None or not _is_typed_object(response):
         return None
     if "observation" in response["properties"]:
-        inner = _resolve(response["properties"]["observation"], root)
+        inner = follow_refs(response["properties"]["observation"], root)
         return inner if _is_typed_object(inner) else None
     return response
 
@@ -416,6 +422,7 @@ __all__ = [
     "OpenapiSchemas",
     "SpaceSources",
     "find_schemas",
+    "follow_refs",
     "model_schema",
     "no_action_message",
     "observation_schema_from_sample",
