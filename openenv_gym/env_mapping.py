@@ -60,7 +60,13 @@ from openenv_gym.spaces.sources import (
 )
 from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
 from openenv_gym.spaces.tools import tool_codecs
-from openenv_gym.wire.messages import METADATA_PATH, StateReply, reset_message, state_message
+from openenv_gym.wire.messages import (
+    HEALTH_PATH,
+    METADATA_PATH,
+    StateReply,
+    reset_message,
+    state_message,
+)
 
 logger = logging.getLogger("openenv_gym")
 _Codec = TypeVar("_Codec", ActionCodec, ObservationCodec)
@@ -193,6 +199,8 @@ class SpaceMapper:
         except SpaceMappingError as exc:
             if exc.field != "action" or action_model is not None:
                 raise
+            if schema is None and openapi is None:
+                self._require_health(tried)
             metadata = self._optional_json(METADATA_PATH, [])
             name = metadata.get("name") if isinstance(metadata, dict) else None
             found = find_schemas(  # raises again, naming the server's own models
@@ -214,6 +222,22 @@ class SpaceMapper:
     ) -> dict[str, Any]:
         """The schemas of :meth:`find_schemas`, without their sources."""
         return self.find_schemas(action_model, observation_model, adapt).schema
+
+    def _require_health(self, tried: list[str]) -> None:
+        """Raise when nothing at the URL looks like an env server: no ``/schema``, no
+        ``/openapi.json`` and no healthy ``GET /health``.
+
+        Raises:
+            NotAnOpenEnvServerError: ``/health`` did not answer 2xx either.
+        """
+        health: list[str] = []
+        if self._optional_json(HEALTH_PATH, health) is None:
+            raise NotAnOpenEnvServerError(
+                f"{self.base_url} does not serve an OpenEnv environment: "
+                + "; ".join([*tried, *health])
+                + ". Is base_url the server's root (no path suffix), and is the server up?",
+                url=self.base_url,
+            )
 
     def _optional_json(self, path: str, tried: list[str]) -> Any:
         """``GET path``'s JSON body, or ``None`` (noted in ``tried``) when the server has

@@ -11,10 +11,12 @@ import gymnasium as gym
 import httpx
 import numpy as np
 import pytest
+from fastapi import FastAPI
 from gymnasium import spaces
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
+from tests.official_peer import serve_official_app
 from tests.openapi_servers import BoardObservation, MoveData, serve_openapi
 
 
@@ -99,3 +101,13 @@ def test_without_an_observation_model_the_first_observation_gives_it() -> None:
             assert info["last"] == 3  # None at reset: no type, so it goes to info
         finally:
             env.close()
+
+
+def test_a_url_with_no_env_at_all_is_not_sent_after_a_model() -> None:
+    nothing = FastAPI(openapi_url=None)  # 404 everywhere
+    with serve_official_app(nothing) as url, pytest.raises(NotAnOpenEnvServerError) as info:
+        _make(url)
+    message = str(info.value)
+    for path in ("/schema", "/openapi.json", "/health"):
+        assert f"{path} answered HTTP 404" in message
+    assert "action_model" not in message
