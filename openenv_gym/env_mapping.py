@@ -43,7 +43,7 @@ from openenv_gym.client import SyncSession, fetch_schema, get_json
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
-from openenv_gym.spaces.catalog import match_profile
+from openenv_gym.spaces.catalog import UNSIZED, match_profile
 from openenv_gym.spaces.inference import (
     ActionHints,
     Inference,
@@ -259,7 +259,7 @@ class SpaceMapper:
         tools = self._tool_codecs(schema)
         if tools is not None:
             return tools
-        probe, probed_as = self.probe, schema
+        probe, probed_as, facts = self.probe, schema, ""
         if schema["observation"].get(X_FROM_FIRST_OBSERVATION) and probe is not None:
             sample, _ = self._probed(probe, probed_as)
             schema = {**schema, "observation": observation_schema_from_sample(sample)}
@@ -268,17 +268,25 @@ class SpaceMapper:
             sample, hints = self._probed(probe, probed_as)
             act, obs, problems = self._map(schema, sample, hints)
             if act is None and hints.count is None:
-                profile = match_profile(self._optional_json(METADATA_PATH, []), schema, hints.state)
+                metadata = self._optional_json(METADATA_PATH, [])
+                profile = match_profile(metadata, schema, hints.state)
                 if profile is not None:
                     known = {profile.field: (profile.actions, profile.source)}
                     act, obs, problems = self._map(schema, sample, replace(hints, known=known))
+                else:
+                    unsized = match_profile(metadata, schema, hints.state, UNSIZED)
+                    facts = f"Known facts: {unsized.source}" if unsized is not None else ""
         if problems or act is None or obs is None:
+            message = format_problems(
+                problems,
+                ENV_KEYWORDS,
+                call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+            )
+            if facts:  # before the call to paste, which stays the last line
+                *head, last = message.splitlines()
+                message = "\n".join([*head, facts, last])
             raise SpaceMappingError(
-                format_problems(
-                    problems,
-                    ENV_KEYWORDS,
-                    call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
-                ),
+                message,
                 field=problems[0].path if problems else "",
                 schema=problems[0].fragment if problems else None,
                 problems=tuple(problems),

@@ -2,7 +2,8 @@
 size no server declares (meta-pytorch/OpenEnv ``685de41``).
 
 The models are field for field those of ``envs/maze_env/models.py``,
-``envs/connect4_env/models.py`` and ``envs/openspiel_env/models.py``; the environments
+``envs/connect4_env/models.py``, ``envs/snake_env/models.py`` and
+``envs/openspiel_env/models.py``; the environments
 carry the official class names (the official package's ``GET /metadata`` reports the class
 name), and the apps are built as the official ``server/app.py`` files build them. The games
 are small stand-ins with the same action sets (OpenSpiel itself is not installed): maze's 4
@@ -171,6 +172,66 @@ class Connect4Environment(Environment):
         return self._state
 
 
+# ----------------------------------------------------------------------------- snake_env
+
+
+class SnakeAction(Action):
+    """Action for the Snake environment."""
+
+    action: int
+
+
+class SnakeObservation(Observation):
+    """Observation from the Snake environment."""
+
+    grid: List[List[int]]  # noqa: UP006
+    observation: List[List[List[float]]]  # noqa: UP006
+    episode_score: float = 0.0
+    episode_steps: int = 0
+    episode_fruits: int = 0
+    episode_kills: int = 0
+    alive: bool = True
+
+
+class SnakeEnvironment(Environment):
+    """A snake on a 4 x 4 grid with observer="snake"'s 3 relative actions (0 noop, 1 left,
+    2 right); it dies after 10 steps."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def _observation(self, reward: float = 0.0) -> SnakeObservation:
+        steps = self._state.step_count
+        grid = [[int(r == 0 and c == steps % 4) for c in range(4)] for r in range(4)]
+        return SnakeObservation(
+            grid=grid,
+            observation=[[[float(v)] for v in row] for row in grid],
+            episode_steps=steps,
+            alive=steps < 10,
+            reward=reward,
+            done=steps >= 10,
+        )
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> SnakeObservation:
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+        return self._observation()
+
+    def step(self, action: SnakeAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        if action.action not in (0, 1, 2):
+            raise ValueError(f"action {action.action} is not one of observer='snake''s 0..2")
+        self._state.step_count += 1
+        return self._observation(reward=0.001)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 # ----------------------------------------------------------------------------- openspiel_env
 
 
@@ -285,8 +346,8 @@ def serve_catalog(
 ) -> Iterator[str]:
     """Serve a catalog stand-in as its official ``server/app.py`` builds it; yield its URL.
 
-    ``env`` is ``"maze_env"``, ``"connect4_env"`` or ``"openspiel_env"`` (``game`` and
-    ``game_params`` its game); ``observation`` replaces the observation model and
+    ``env`` is ``"maze_env"``, ``"connect4_env"``, ``"snake_env"`` or ``"openspiel_env"``
+    (``game`` and ``game_params`` its game); ``observation`` replaces the observation model and
     ``metadata_name`` the name ``GET /metadata`` reports (the fallback variants).
     """
     factory: Any
@@ -300,6 +361,9 @@ def serve_catalog(
             Connect4Observation,
             "connect4_env",
         )
+        concurrent = None
+    elif env == "snake_env":
+        factory, action, obs, name = SnakeEnvironment, SnakeAction, SnakeObservation, env
         concurrent = None
     elif env == "openspiel_env":
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from gymnasium.utils.env_checker import check_env
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import SpaceMappingError
-from openenv_gym.spaces.catalog import PROFILES, match_profile, schema_fingerprint
+from openenv_gym.spaces.catalog import PROFILES, UNSIZED, match_profile, schema_fingerprint
 from tests.official_catalog import (
     SPIEL_ACTIONS,
     Connect4Action,
@@ -27,6 +28,8 @@ from tests.official_catalog import (
     MazeObservation,
     OpenSpielAction,
     OpenSpielObservation,
+    SnakeAction,
+    SnakeObservation,
     WiderMazeObservation,
     serve_catalog,
 )
@@ -46,13 +49,14 @@ def _schema(action: Any, observation: Any) -> dict[str, Any]:
         ("maze_env", (MazeAction, MazeObservation)),
         ("connect4_env", (Connect4Action, Connect4Observation)),
         ("openspiel_env", (OpenSpielAction, OpenSpielObservation)),
+        ("snake_env", (SnakeAction, SnakeObservation)),
     ],
 )
 def test_each_profile_holds_the_fingerprint_of_the_official_models(
     env: str, models: tuple[Any, Any]
 ) -> None:
     fingerprint = schema_fingerprint(_schema(*models))
-    assert {p.fingerprint for p in PROFILES if p.env == env} == {fingerprint}
+    assert {p.fingerprint for p in (*PROFILES, *UNSIZED) if p.env == env} == {fingerprint}
 
 
 def test_no_profile_is_smaller_than_its_game() -> None:
@@ -163,3 +167,20 @@ def test_any_mismatch_falls_back_to_the_refusal(variant: dict[str, Any]) -> None
         _make(url)
     assert "action_field_spaces={" in str(info.value)
     assert "Discrete(n)" in str(info.value)
+
+
+def test_snake_is_refused_quoting_both_of_its_action_sets() -> None:
+    with serve_catalog("snake_env") as url:
+        with pytest.raises(SpaceMappingError) as info:
+            _make(url)
+        lines = str(info.value).splitlines()
+        assert lines[-2].startswith("Known facts: the catalog profile of snake_env")
+        assert "Discrete(3) for its app as shipped, Discrete(5) for observer='human'" in lines[-2]
+        call = lines[-1].removeprefix("Paste and edit: ").replace("Discrete(n)", "Discrete(3)")
+        env = eval(call, {"gym": gym, "gymnasium": gymnasium, "numpy": np})
+        try:
+            assert env.action_space == spaces.Discrete(3)
+            env.reset(seed=0)
+            env.step(2)
+        finally:
+            env.close()

@@ -15,10 +15,11 @@ On any mismatch no profile applies and the mapping refuses as before, naming
 ``action_field_spaces``. A profile's size is the game's whole action set (OpenSpiel's
 ``num_distinct_actions``), never the legal actions of one position.
 
-Not profiled, and why: snake_env (3 actions with its default ``observer="snake"``, 5 with
-``observer="human"``; the server says neither, so the refusal shows both), sumo_rl_env (the
-phase count is the traffic network's), carla_env (``route_steps`` is optional and has a
-default), finrl_env and unity_env (sizes set by the data or the Unity build).
+Not sized, and why: snake_env (3 actions with its app's default ``observer="snake"``, 5 with
+``observer="human"``; the server says neither, so it is in :data:`UNSIZED`: the refusal quotes
+both facts), sumo_rl_env (the phase count is the traffic network's), carla_env
+(``route_steps`` is optional and has a default), finrl_env and unity_env (sizes set by the
+data or the Unity build).
 
 Example:
     >>> schema = {"action": {"properties": {"action": {"type": "integer"}},
@@ -134,6 +135,30 @@ PROFILES: Final[tuple[CatalogProfile, ...]] = (
 )
 
 
+_SNAKE = (
+    "action{action:integer!} observation{alive:boolean,episode_fruits:integer,"
+    "episode_kills:integer,episode_score:number,episode_steps:integer,"
+    "grid:array<array<integer>>!,observation:array<array<array<number>>>!}"
+)
+
+#: Catalog envs recognised by their identity whose size the server leaves open: the refusal
+#: quotes their facts, and :attr:`CatalogProfile.actions` is the smallest size they may have.
+UNSIZED: Final[tuple[CatalogProfile, ...]] = (
+    CatalogProfile(
+        "snake_env",
+        "SnakeEnvironment",
+        _SNAKE,
+        "action",
+        3,
+        f"{_REPO} envs/snake_env/models.py, SnakeAction: 'action: int in [0, 1, 2]' for "
+        "observer='snake' (the default of envs/snake_env/server/snake_environment.py, which "
+        "its server/app.py keeps), 'int in [0, 1, 2, 3, 4]' for observer='human'; the server "
+        "says neither, so pass Discrete(3) for its app as shipped, Discrete(5) for "
+        "observer='human'",
+    ),
+)
+
+
 def schema_fingerprint(schema: Mapping[str, Any]) -> str:
     """The action and observation fields of a ``/schema`` body with their types, sorted,
     ``!`` after required ones; the base classes' envelope fields left out."""
@@ -184,6 +209,7 @@ def match_profile(
     metadata: Mapping[str, Any] | None,
     schema: Mapping[str, Any],
     state: Mapping[str, Any] | None,
+    profiles: tuple[CatalogProfile, ...] = PROFILES,
 ) -> CatalogProfile | None:
     """The profile of the catalog env this server is, or ``None`` on any mismatch.
 
@@ -191,6 +217,8 @@ def match_profile(
         metadata: ``GET /metadata``'s body (``None`` when the server has none).
         schema: The ``/schema`` body (``action`` and ``observation``).
         state: The session's state (OpenSpiel's names its game there), or ``None``.
+        profiles: Where to look: :data:`PROFILES`, or :data:`UNSIZED` for the facts a
+            refusal quotes.
 
     Example:
         >>> empty = {"action": {}, "observation": {}}
@@ -202,7 +230,7 @@ def match_profile(
         return None
     fingerprint = schema_fingerprint(schema)
     state = state if isinstance(state, Mapping) else {}
-    for profile in PROFILES:
+    for profile in profiles:
         if profile.metadata_name != name or profile.fingerprint != fingerprint:
             continue
         if profile.game is None:
@@ -212,4 +240,4 @@ def match_profile(
     return None
 
 
-__all__ = ["PROFILES", "CatalogProfile", "match_profile", "schema_fingerprint"]
+__all__ = ["PROFILES", "UNSIZED", "CatalogProfile", "match_profile", "schema_fingerprint"]
