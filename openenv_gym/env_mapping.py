@@ -214,15 +214,6 @@ class SpaceMapper:
         log_sources(self.base_url, found.sources)
         return found
 
-    def schemas(
-        self,
-        action_model: Any = None,
-        observation_model: Any = None,
-        adapt: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
-    ) -> dict[str, Any]:
-        """The schemas of :meth:`find_schemas`, without their sources."""
-        return self.find_schemas(action_model, observation_model, adapt).schema
-
     def _require_health(self, tried: list[str]) -> None:
         """Raise when nothing at the URL looks like an env server: no ``/schema``, no
         ``/openapi.json`` and no healthy ``GET /health``.

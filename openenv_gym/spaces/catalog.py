@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from openenv_gym.spaces.sources import follow_refs
+from openenv_gym.spaces.openapi import follow_refs
 
 #: Fields of the OpenEnv base classes, left out of a fingerprint (they vary by release).
 _ENVELOPE: Final = {

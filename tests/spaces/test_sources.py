@@ -16,15 +16,14 @@ from pydantic import BaseModel, Field
 
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces import action_codec, observation_codec
+from openenv_gym.spaces.openapi import OPENAPI_STEP_BODY, openapi_schemas
 from openenv_gym.spaces.sources import (
     FIRST_OBSERVATION,
-    OPENAPI_STEP_BODY,
     SCHEMA_SOURCE,
     X_FROM_FIRST_OBSERVATION,
     find_schemas,
     model_schema,
     observation_schema_from_sample,
-    openapi_schemas,
 )
 
 
