@@ -261,8 +261,9 @@ class SpaceMapper:
             if act is None and hints.count is None:
                 metadata = self._optional_json(METADATA_PATH, [])
                 profile = match_profile(metadata, schema, hints.state)
-                if profile is not None:
-                    known = {profile.field: (profile.actions, profile.source)}
+                count = profile.count_in(sample) if profile is not None else None
+                if profile is not None and count is not None:
+                    known = {profile.field: (count, profile.source)}
                     act, obs, problems = self._map(schema, sample, replace(hints, known=known))
                 else:
                     unsized = match_profile(metadata, schema, hints.state, UNSIZED)

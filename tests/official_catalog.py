@@ -2,8 +2,8 @@
 size no server declares (meta-pytorch/OpenEnv ``685de41``).
 
 The models are field for field those of ``envs/maze_env/models.py``,
-``envs/connect4_env/models.py``, ``envs/snake_env/models.py`` and
-``envs/openspiel_env/models.py``; the environments
+``envs/connect4_env/models.py``, ``envs/snake_env/models.py``,
+``envs/sumo_rl_env/models.py`` and ``envs/openspiel_env/models.py``; the environments
 carry the official class names (the official package's ``GET /metadata`` reports the class
 name), and the apps are built as the official ``server/app.py`` files build them. The games
 are small stand-ins with the same action sets (OpenSpiel itself is not installed): maze's 4
@@ -232,6 +232,68 @@ class SnakeEnvironment(Environment):
         return self._state
 
 
+# ----------------------------------------------------------------------------- sumo_rl_env
+
+
+class SumoAction(Action):
+    """Action for SUMO traffic signal control environment."""
+
+    phase_id: int
+    ts_id: str = "0"
+
+
+class SumoObservation(Observation):
+    """Observation from SUMO traffic signal environment."""
+
+    observation: List[float] = Field(default_factory=list)  # noqa: UP006
+    observation_shape: List[int] = Field(default_factory=list)  # noqa: UP006
+    action_mask: List[int] = Field(default_factory=list)  # noqa: UP006
+    sim_time: float = 0.0
+    done: bool = False
+    reward: Optional[float] = None  # noqa: UP045
+
+
+class SumoEnvironment(Environment):
+    """A traffic signal of ``phases`` green phases; like sumo_environment.py, every
+    observation's metadata says ``num_green_phases`` (unless ``report=False``)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, phases: int = 4, report: bool = True) -> None:
+        super().__init__()
+        self._phases, self._report = phases, report
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def _observation(self, phase: int, reward: float | None) -> SumoObservation:
+        one_hot = [float(p == phase) for p in range(self._phases)]
+        metadata = {"num_green_phases": self._phases} if self._report else {}
+        return SumoObservation(
+            observation=one_hot,
+            observation_shape=[self._phases],
+            action_mask=list(range(self._phases)),
+            sim_time=5.0 * self._state.step_count,
+            done=self._state.step_count >= 10,
+            reward=reward,
+            metadata=metadata,
+        )
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> SumoObservation:
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+        return self._observation(0, None)
+
+    def step(self, action: SumoAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        if not 0 <= action.phase_id < self._phases:
+            raise ValueError(f"Invalid phase_id: {action.phase_id}")
+        self._state.step_count += 1
+        return self._observation(action.phase_id, -1.0)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 # ----------------------------------------------------------------------------- openspiel_env
 
 
@@ -341,14 +403,18 @@ def serve_catalog(
     *,
     game: str = "catch",
     game_params: dict[str, Any] | None = None,
+    phases: int = 4,
+    report: bool = True,
     observation: type[Observation] | None = None,
     metadata_name: str | None = None,
 ) -> Iterator[str]:
     """Serve a catalog stand-in as its official ``server/app.py`` builds it; yield its URL.
 
-    ``env`` is ``"maze_env"``, ``"connect4_env"``, ``"snake_env"`` or ``"openspiel_env"``
-    (``game`` and ``game_params`` its game); ``observation`` replaces the observation model and
-    ``metadata_name`` the name ``GET /metadata`` reports (the fallback variants).
+    ``env`` is ``"maze_env"``, ``"connect4_env"``, ``"snake_env"``, ``"sumo_rl_env"``
+    (``phases`` its signal's, ``report=False`` leaves them out of the metadata) or
+    ``"openspiel_env"`` (``game`` and ``game_params`` its game); ``observation`` replaces
+    the observation model and ``metadata_name`` the name ``GET /metadata`` reports (the
+    fallback variants).
     """
     factory: Any
     if env == "maze_env":
@@ -365,6 +431,12 @@ def serve_catalog(
     elif env == "snake_env":
         factory, action, obs, name = SnakeEnvironment, SnakeAction, SnakeObservation, env
         concurrent = None
+    elif env == "sumo_rl_env":
+
+        def factory() -> SumoEnvironment:
+            return SumoEnvironment(phases=phases, report=report)
+
+        action, obs, name, concurrent = SumoAction, SumoObservation, env, None
     elif env == "openspiel_env":
 
         def factory() -> OpenSpielEnvironment:

@@ -30,6 +30,8 @@ from tests.official_catalog import (
     OpenSpielObservation,
     SnakeAction,
     SnakeObservation,
+    SumoAction,
+    SumoObservation,
     WiderMazeObservation,
     serve_catalog,
 )
@@ -50,6 +52,7 @@ def _schema(action: Any, observation: Any) -> dict[str, Any]:
         ("connect4_env", (Connect4Action, Connect4Observation)),
         ("openspiel_env", (OpenSpielAction, OpenSpielObservation)),
         ("snake_env", (SnakeAction, SnakeObservation)),
+        ("sumo_rl_env", (SumoAction, SumoObservation)),
     ],
 )
 def test_each_profile_holds_the_fingerprint_of_the_official_models(
@@ -60,7 +63,7 @@ def test_each_profile_holds_the_fingerprint_of_the_official_models(
 
 
 def test_no_profile_is_smaller_than_its_game() -> None:
-    sizes = {(p.env, p.game): p.actions for p in PROFILES}
+    sizes = {(p.env, p.game): p.actions for p in PROFILES if p.count_key is None}
     assert sizes[("connect4_env", None)] == 7
     assert sizes[("maze_env", None)] == 4
     for game, actions in SPIEL_ACTIONS.items():
@@ -184,3 +187,27 @@ def test_snake_is_refused_quoting_both_of_its_action_sets() -> None:
             env.step(2)
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("phases", [2, 4])
+def test_sumo_takes_the_phase_count_its_code_reports(phases: int) -> None:
+    with serve_catalog("sumo_rl_env", phases=phases) as url:
+        env = _make(url)
+        try:
+            assert env.action_space == spaces.Discrete(phases)
+            assert "num_green_phases" in env.unwrapped.inferred_spaces[0].source
+            env.reset(seed=0)
+            obs, reward, *_ = env.step(phases - 1)
+            assert obs["observation"][phases - 1] == 1.0
+            assert reward == -1.0
+        finally:
+            env.close()
+
+
+def test_sumo_without_its_phase_count_is_refused() -> None:
+    with (
+        serve_catalog("sumo_rl_env", report=False) as url,
+        pytest.raises(SpaceMappingError) as info,
+    ):
+        _make(url)
+    assert "action_field_spaces={'phase_id': gymnasium.spaces.Discrete(n)}" in str(info.value)

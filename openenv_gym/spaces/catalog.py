@@ -1,8 +1,10 @@
 """Profiles of the official OpenEnv catalog envs whose action sizes no server declares.
 
-maze, connect4 and the OpenSpiel games type their action as a bare ``int``: no schema
-bound, no ``action_spec``, no ``num_actions``. Their sizes are facts of each env's code in
-meta-pytorch/OpenEnv (``685de41``), cited in each :class:`CatalogProfile`. A profile applies
+maze, connect4, the OpenSpiel games and sumo_rl type their action as a bare ``int``: no
+schema bound, no ``action_spec``, no ``num_actions`` (sumo_rl reports its phase count under
+its own metadata key, ``num_green_phases``, which only its profile reads). Their sizes are
+facts of each env's code in meta-pytorch/OpenEnv (``685de41``), cited in each
+:class:`CatalogProfile`. A profile applies
 only when the server is that env, by its own identity:
 
 * ``GET /metadata``'s ``name`` (the official package reports the environment's class name);
@@ -17,7 +19,7 @@ On any mismatch no profile applies and the mapping refuses as before, naming
 
 Not sized, and why: snake_env (3 actions with its app's default ``observer="snake"``, 5 with
 ``observer="human"``; the server says neither, so it is in :data:`UNSIZED`: the refusal quotes
-both facts), sumo_rl_env (the phase count is the traffic network's), carla_env
+both facts), carla_env
 (``route_steps`` is optional and has a default), finrl_env and unity_env (sizes set by the
 data or the Unity build).
 
@@ -58,6 +60,8 @@ class CatalogProfile:
         actions: The number of actions (``Discrete(actions)``).
         facts: Where the code says so (file path and what it says).
         game: The OpenSpiel game name the state must report, or ``None``.
+        count_key: For an env whose size is its configuration's but which its code reports
+            in every observation's ``metadata``: that key (then :attr:`actions` is unused).
     """
 
     env: str
@@ -67,6 +71,25 @@ class CatalogProfile:
     actions: int
     facts: str
     game: str | None = None
+    count_key: str | None = None
+
+    def count_in(self, observation: Mapping[str, Any]) -> int | None:
+        """The number of actions for a server whose reset observation is ``observation``:
+        :attr:`actions`, or the positive integer its ``metadata`` holds under
+        :attr:`count_key` (``None`` when it holds none).
+
+        Example:
+            >>> sumo = next(p for p in PROFILES if p.env == "sumo_rl_env")
+            >>> sumo.count_in({"metadata": {"num_green_phases": 4}}), sumo.count_in({})
+            (4, None)
+        """
+        if self.count_key is None:
+            return self.actions
+        metadata = observation.get("metadata")
+        value = metadata.get(self.count_key) if isinstance(metadata, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return None
 
     @property
     def source(self) -> str:
@@ -132,6 +155,18 @@ PROFILES: Final[tuple[CatalogProfile, ...]] = (
     _spiel("cliff_walking", 4, "Cliff Walking, 'Action Space: 4 actions (up, down, left, right)'"),
     _spiel("2048", 4, "2048, 'Action Space: 4 actions (up, down, left, right)'"),
     _spiel("blackjack", 2, "Blackjack, 'Action Space: 2 actions (HIT, STAND)'"),
+    CatalogProfile(
+        "sumo_rl_env",
+        "SumoEnvironment",
+        "action{phase_id:integer!,ts_id:string} observation{action_mask:array<integer>,"
+        "observation:array<number>,observation_shape:array<integer>,sim_time:number}",
+        "phase_id",
+        0,
+        f"{_REPO} envs/sumo_rl_env/server/sumo_environment.py: step() refuses a phase_id "
+        "outside 0..num_phases-1 (num_phases = the signal's action_space.n) and every "
+        "observation's metadata carries 'num_green_phases': num_phases",
+        count_key="num_green_phases",
+    ),
 )
 
 
