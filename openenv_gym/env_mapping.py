@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.client import SyncSession, fetch_schema, get_json
+from openenv_gym.client import Session, fetch_schema, get_json
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
@@ -115,7 +115,7 @@ def log_sources(base_url: str, sources: SpaceSources) -> None:
 
 
 def probe_session(
-    session: SyncSession, schema: Mapping[str, Any], reset_kwargs: Mapping[str, Any]
+    session: Session, schema: Mapping[str, Any], reset_kwargs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], ActionHints]:
     """One reset (and a state request) on ``session`` to take open shapes from."""
     reply = session.request_observation(reset_message(**reset_kwargs))
