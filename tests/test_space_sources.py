@@ -4,6 +4,7 @@ the first observation; each source is named in ``env.space_sources`` and in the 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 from gymnasium import spaces
+from pydantic import Field
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
@@ -111,3 +113,68 @@ def test_a_url_with_no_env_at_all_is_not_sent_after_a_model() -> None:
     for path in ("/schema", "/openapi.json", "/health"):
         assert f"{path} answered HTTP 404" in message
     assert "action_model" not in message
+
+
+# --------------------------------------------------------------------------- third-party servers
+
+
+@pytest.mark.parametrize("body", ["wrapped", "flat"])
+def test_plain_fastapi_apps_play_with_no_keyword(body: str) -> None:
+    from tests.third_party_servers.fastapi_apps import MODELS, walk_app
+
+    with serve_official_app(walk_app(body)) as url:  # no /schema, no /ws: HTTP and openapi
+        env = _make(url)
+        try:
+            assert env.unwrapped.form == "http"
+            sources = env.unwrapped.space_sources
+            assert sources.action == "GET /openapi.json (the request body of POST /step)"
+            assert sources.observation.startswith("GET /openapi.json (the response model")
+            assert sources.step_body == {"wrapped": "wrapped", "flat": "fields"}[body]
+            assert env.action_space == spaces.Discrete(3)
+            env.reset(seed=5)
+            rewards = []
+            for _ in range(200):
+                obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                assert obs in env.observation_space
+                rewards.append(reward)
+                if terminated or truncated:
+                    env.reset()
+            assert set(rewards) <= {-1.0, 0.0, 1.0}
+        finally:
+            env.close()
+        pinned = _make(url, **MODELS)  # the models give the same spaces
+        try:
+            assert pinned.observation_space == env.observation_space
+            assert pinned.action_space == env.action_space
+        finally:
+            pinned.close()
+
+
+def test_the_first_release_names_action_model_and_takes_a_dataclass() -> None:
+    from tests.third_party_servers.openenv_core_01 import serve_openenv_core_01
+
+    with serve_openenv_core_01() as url:
+        with pytest.raises(SpaceMappingError) as info:
+            _make(url)
+        message = str(info.value)
+        assert "the body of POST /step is an untyped object" in message
+        assert "action_model=" in message.splitlines()[-1]
+        env = _make(url, action_model=WalkData)
+        try:
+            assert env.unwrapped.form == "http"
+            assert env.unwrapped.space_sources.action == "action_model=WalkData"
+            assert env.unwrapped.space_sources.observation == "the first observation"
+            assert env.action_space == spaces.Discrete(3)
+            assert list(env.observation_space.spaces) == ["position", "steps"]
+            env.reset()
+            obs, *_ = env.step(2)
+            assert obs in env.observation_space
+        finally:
+            env.close()
+
+
+@dataclasses.dataclass
+class WalkData:
+    """The first release's ``WalkAction``, bounded: a dataclass as its models.py has."""
+
+    direction: int = Field(ge=0, le=2)
