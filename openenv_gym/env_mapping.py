@@ -49,6 +49,7 @@ from openenv_gym.spaces.inference import (
     Inference,
     declared_count,
     is_legal_actions_name,
+    space_source,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
 from openenv_gym.spaces.sources import (
@@ -132,6 +133,31 @@ def probe_session(
         spec = fields["action_spec"]
     count = declared_count(fields, sample.get("metadata"), reply.metadata)
     return sample, ActionHints(legal=legal, spec=spec, count=count, state=dict(fields))
+
+
+def options_source(options: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The mapping options as source items for :func:`~openenv_gym.spaces.problems.
+    combined_kwargs`: a refusal's line to paste keeps what the user already passed.
+
+    Example:
+        >>> options_source({"action_field_spaces": {"a": spaces.Discrete(3)},
+        ...                 "observation_field_shapes": {"b": [2]}, "observation_exclude": ["c"]})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'action_field_spaces': ["'a': gymnasium.spaces.Discrete(3)"],
+         'observation_field_shapes': ["'b': (2,)"], 'observation_exclude': ["'c'"]}
+    """
+    out: dict[str, list[str]] = {}
+    for name, value in options.items():
+        if not value:
+            continue
+        if isinstance(value, Mapping):
+            out[name] = [
+                f"{key!r}: " + (space_source(v) if isinstance(v, spaces.Space) else repr(tuple(v)))
+                for key, v in value.items()
+            ]
+        else:
+            out[name] = [repr(v) for v in value]
+    return out
 
 
 @dataclass(frozen=True)
@@ -273,6 +299,7 @@ class SpaceMapper:
                 problems,
                 ENV_KEYWORDS,
                 call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+                given=options_source(self.options),
             )
             if facts:  # before the call to paste, which stays the last line
                 *head, last = message.splitlines()
