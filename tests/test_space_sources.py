@@ -178,3 +178,16 @@ class WalkData:
     """The first release's ``WalkAction``, bounded: a dataclass as its models.py has."""
 
     direction: int = Field(ge=0, le=2)
+
+
+def test_check_names_the_sources_of_a_server_without_schema(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from openenv_gym.cli import main
+
+    with serve_openapi("wrapped") as url:
+        main(["check", url, "--max-steps", "3", "--episodes", "0"])
+    report = capsys.readouterr().out
+    assert "[ok]   schema     no GET /schema: action from GET /openapi.json" in report
+    assert "sources: action from GET /openapi.json (the request body of POST /step)" in report
+    assert "[ok]   spaces" in report
