@@ -31,7 +31,9 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "setup.sh: creating $venv with $("$python" --version 2>&1)"
     "$python" -m venv "$venv"
 fi
-pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# pip's own lines (Collecting ..., Installing collected packages ...) are the progress of a
+# `dev` install that takes minutes; no --quiet. No progress bars: CI logs keep every line.
+pip=("$venv/bin/python" -m pip install --progress-bar off --disable-pip-version-check)
 
 # A second run with the same extras and the same pyproject.toml has nothing to install (CI runs
 # `setup.sh dev` twice: before building the images and in README command 2): the stamp says so.

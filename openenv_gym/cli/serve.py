@@ -321,22 +321,27 @@ def _run_workers(args: argparse.Namespace, target: ServerEnvSpec) -> int:
     )  # once in the parent: bad arguments (an unknown env id) fail before forking
     gc.freeze()  # as in run(): a prompt exit
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    previous = [signal.signal(sig, lambda *_: stop.set()) for sig in stop_signals]
     if args.exit_with_parent:
         _watch_stdin(stop.set)
     unix_path = args.unix_socket
     sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
-    run_workers(
-        lambda: build_server(target, args),
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        max_sessions=args.max_sessions,
-        on_ready=lambda host, port: _print_ready(host, port, sockets),
-        stop=stop,
-        unix_paths=sockets or None,
-    )
+    try:
+        run_workers(
+            lambda: build_server(target, args),
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            max_sessions=args.max_sessions,
+            on_ready=lambda host, port: _print_ready(host, port, sockets),
+            stop=stop,
+            unix_paths=sockets or None,
+        )
+    finally:  # a host process (pytest) stops on Ctrl-C again afterwards
+        for sig, handler in zip(stop_signals, previous, strict=True):
+            if handler is not None:
+                signal.signal(sig, handler)
     return EXIT_OK
 
 
