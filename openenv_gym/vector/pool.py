@@ -568,11 +568,14 @@ def make_pool(
         num_envs: The number of sub-envs (sessions).
         batch_size: How many sub-envs :meth:`OpenEnvPool.recv` returns; ``None`` (or
             ``num_envs``): all of them, synchronously.
-        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``, and
-            what ``gymnasium.make(env_id, ...)`` takes.
+        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``,
+            envpool's ``seed`` / ``num_threads`` / ``env_type`` (see
+            :mod:`~openenv_gym.vector.pool_arguments`), and what
+            ``gymnasium.make(env_id, ...)`` takes.
 
     Raises:
-        PoolUsageError: ``batch_size`` is not in ``1..num_envs``.
+        PoolUsageError: ``batch_size`` is not in ``1..num_envs``; ``seed`` is not an int,
+            ``env_type`` is ``"dm"``.
         VectorUsageError: ``num_envs``, ``base_url`` or ``encoding`` is invalid.
         InsufficientCapacityError: The servers cannot take ``num_envs`` sessions.
     """
