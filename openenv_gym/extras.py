@@ -56,6 +56,7 @@ EXTRAS: Final[dict[str, Provider]] = {
     "moviepy": Provider("moviepy", "render"),
     "matplotlib": Provider("matplotlib", "bench"),
     "envpool": Provider("envpool", "bench"),
+    "pettingzoo": Provider("pettingzoo", "multiagent"),
 }
 
 

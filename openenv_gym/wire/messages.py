@@ -30,7 +30,12 @@ from typing import Any, Final
 
 import pydantic_core
 
-from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
+from openenv_gym.errors import (
+    CapacityReachedError,
+    PicklableError,
+    ProtocolError,
+    ServerReplyError,
+)
 
 WS_PATH: Final = "/ws"
 HEALTH_PATH: Final = "/health"
@@ -182,6 +187,23 @@ class StateReply:
     state: dict[str, Any]
 
 
+def expect_observation(
+    reply: ObservationReply | StateReply, message: dict[str, Any], url: str
+) -> ObservationReply:
+    """``reply`` to ``message`` (a reset or step), which must be an observation.
+
+    Raises:
+        ProtocolError: A ``state`` reply came instead.
+    """
+    if not isinstance(reply, ObservationReply):
+        raise ProtocolError(
+            f"expected an 'observation' reply to {message.get('type')!r} from {url}, "
+            "got a 'state' reply",
+            received=reply,
+        )
+    return reply
+
+
 def parse_server_message(
     raw: str | bytes, *, url: str | None = None
 ) -> ObservationReply | StateReply:
@@ -324,7 +346,7 @@ class ClientMessage:
     data: dict[str, Any]
 
 
-class ClientMessageError(Exception):
+class ClientMessageError(PicklableError):
     """A client frame the server must answer with an error reply (not raised to users).
 
     ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.

@@ -120,3 +120,13 @@ def test_cleanrl_ppo_pool_learns_over_uneven_minibatches() -> None:
     returns = returns_per_update(out, r"mean return of the last episodes ([0-9.]+)")
     assert len(returns) == 11, out
     assert np.mean(returns[-3:]) > np.mean(returns[:2]), returns
+
+
+@pytest.mark.slow
+def test_selfplay_tictactoe_quick() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("pettingzoo")
+    out = run_example("train_selfplay_tictactoe.py")
+    assert "before training, against random:" in out
+    assert "moves/s, training included" in out
+    assert "after training, against random:" in out
