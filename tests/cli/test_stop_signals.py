@@ -53,12 +53,9 @@ from openenv_gym.cli import main
 
 
 def test_serve_then_wait():
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        code = main(["serve", "gymnasium", "--env-id", "CartPole-v1", "--port", str(port)])
-    assert code == 1
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # serve fails on a port in use
+        args = ["--env-id", "CartPole-v1", "--port", str(taken.getsockname()[1])]
+        assert main(["serve", "gymnasium", *args]) == 1
     print("INNER-READY", flush=True)
     time.sleep(300)
 """

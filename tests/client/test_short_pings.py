@@ -48,14 +48,10 @@ def test_serve_refuses_pings_its_clients_cannot_answer(
 @pytest.fixture(scope="module")
 def short_ping_server() -> Iterator[str]:
     """``openenv-gym serve gymnasium ... --ping-interval 1 --ping-timeout 1`` (a process)."""
-    server = LocalServerProcess(
-        ["gymnasium", "--env-id", "CartPole-v1", "--ping-interval", "1", "--ping-timeout", "1"]
-    )
-    url = server.start()
-    try:
-        yield url
-    finally:
-        server.stop()
+    pings = ["--ping-interval", "1", "--ping-timeout", "1"]
+    with LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1", *pings]) as server:
+        assert server.base_url is not None
+        yield server.base_url
 
 
 @pytest.mark.slow
