@@ -60,16 +60,21 @@ def test_sb3_ppo_cartpole_learns_over_uneven_minibatches() -> None:
 def test_record_dataset_quick() -> None:
     pytest.importorskip("datasets")
     pytest.importorskip("torch")
-    out = run_example("record_dataset.py")
+    out = run_example("record_dataset.py", "--epochs", "4")  # uneven minibatches of 256
     assert "recorded 2 expert episodes" in out
     assert "behavioural cloning on the remote env: mean return" in out
+    accuracy = returns_per_update(out, r"epoch \d+: loss [0-9.]+, accuracy ([0-9.]+)")
+    assert len(accuracy) == 4, out
+    assert accuracy[-1] > accuracy[0], accuracy  # it learns from the recorded episodes
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # Ray's start and three iterations: ~45 s at load 3-5
 def test_rllib_ppo_quick() -> None:
     pytest.importorskip("ray.rllib")
-    out = run_example("train_rllib_ppo.py")
-    assert "iteration 1: mean return" in out
+    out = run_example("train_rllib_ppo.py", "--iterations", "3")  # three updates
+    assert "iteration 3: mean return" in out
+    assert "mean return nan" not in out.split("iteration 2:")[1], out
 
 
 @pytest.mark.slow
