@@ -102,6 +102,28 @@ def test_sb3_atari_remote_quick() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    "openenv/Atari-v0" not in gym.registry,
+    reason="openenv/Atari-v0 is not registered (the Atari server is not in this build)",
+)
+def test_cleanrl_ppo_atari_quick() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("ale_py")
+    out = run_example("train_cleanrl_ppo_atari.py", timeout=900)
+    assert "Box(0, 255, (4, 84, 84), uint8) frames" in out
+    assert "trained 256 steps" in out
+
+
+@pytest.mark.slow
+def test_sb3_atari_local_subproc_quick() -> None:
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("ale_py")
+    out = run_example("train_sb3_atari.py", "--local", "--subproc")
+    assert "SubprocVecEnv" in out
+    assert "steps/s" in out
+
+
+@pytest.mark.slow
 def test_cleanrl_ppo_pool_quick() -> None:
     pytest.importorskip("torch")
     out = run_example("train_cleanrl_ppo_pool.py")
