@@ -2,30 +2,28 @@
 
 Server: :func:`atari_server` / ``openenv-gym serve atari --game pong``. Client:
 ``gym.make("openenv/Atari-v0", game="pong")`` (:class:`AtariOpenEnvEnv`). The server needs
-the ``atari`` extra (``ale-py``); the client needs it only against official servers.
+the ``atari`` extra (``ale-py``); the client needs it only against official servers. The
+names below are imported on first use, so importing this package loads no server module.
 """
 
-from openenv_gym.envs.atari.client import AtariOpenEnvEnv, RemoteALE, make_atari_env
-from openenv_gym.envs.atari.environment import AtariEnvironment, rom_id
-from openenv_gym.envs.atari.models import (
-    AtariAction,
-    AtariObservation,
-    AtariState,
-    atari_models,
-    screen_shape,
-)
-from openenv_gym.envs.atari.server import atari_server
+from __future__ import annotations
 
-__all__ = [
-    "AtariAction",
-    "AtariEnvironment",
-    "AtariObservation",
-    "AtariOpenEnvEnv",
-    "AtariState",
-    "RemoteALE",
-    "atari_models",
-    "atari_server",
-    "make_atari_env",
-    "rom_id",
-    "screen_shape",
-]
+from openenv_gym.extras import lazy_exports
+
+_LAZY = {
+    "AtariOpenEnvEnv": "openenv_gym.envs.atari.client",
+    "RemoteALE": "openenv_gym.envs.atari.client",
+    "make_atari_env": "openenv_gym.envs.atari.client",
+    "AtariEnvironment": "openenv_gym.envs.atari.environment",
+    "rom_id": "openenv_gym.envs.atari.environment",
+    "AtariAction": "openenv_gym.envs.atari.models",
+    "AtariObservation": "openenv_gym.envs.atari.models",
+    "AtariState": "openenv_gym.envs.atari.models",
+    "atari_models": "openenv_gym.envs.atari.models",
+    "screen_shape": "openenv_gym.envs.atari.models",
+    "atari_server": "openenv_gym.envs.atari.server",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+
+__all__ = sorted(_LAZY)

@@ -8,8 +8,7 @@ package (e.g. by the CLI) works without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from openenv_gym.extras import lazy_exports
 
 _LAZY = {
     "ChessAction": "openenv_gym.envs.chess.models",
@@ -21,12 +20,6 @@ _LAZY = {
     "chess_server": "openenv_gym.envs.chess.server",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = sorted(_LAZY)
