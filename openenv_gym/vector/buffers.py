@@ -266,6 +266,21 @@ class BatchBuffers:
         self.truncations[index] = True
         self._ended_now = True
 
+    def end_episodes(self, indices: Sequence[int]) -> None:
+        """The sub-envs ``indices`` go on by a reset (NEXT_STEP), whatever their flags: a
+        reply lost to a fault, or a reopened session."""
+        if len(indices):
+            self.autoreset[indices] = True
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+
+    def settle(self, indices: Sequence[int]) -> None:
+        """The sub-envs ``indices`` were stepped on their own (the asynchronous pool): those
+        whose episode ended are reset by their next step."""
+        ended = self.terminations[indices] | self.truncations[indices]
+        self.autoreset[indices] = ended
+        if ended.any() or self.pending_resets:
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+
     def end_step(self) -> None:
         """After a step: which sub-envs the next step resets (none with SAME_STEP).
 

@@ -36,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -54,9 +53,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.channels import Channel
-from openenv_gym.vector.connections import Connections, Pending
-from openenv_gym.vector.env import RECONNECTED_KEY
+from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
 from openenv_gym.vector.options import (
@@ -72,7 +69,7 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.wire.batch import BatchResult
+from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
 
@@ -157,16 +154,21 @@ class OpenEnvPool:
         self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         self._infos: dict[str, Any] = {}
         self._started = np.zeros(self.num_envs, dtype=np.bool_)  # reset at least once
-        self._ended = np.zeros(self.num_envs, dtype=np.bool_)  # reset by the next send
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
         self._ready: deque[int] = deque()  # reply read, not returned by recv() yet
         self._flights = InFlight(connections, self.num_envs)
         self._every = np.arange(self.num_envs)
-        self._every_list = list(range(self.num_envs))
         self._last = self._every
-        # A synchronous send of every sub-env (batch_size == num_envs), not collected yet:
-        # the vector env's round trip, and the sub-envs whose op was an autoreset.
-        self._round_trip: tuple[Pending, frozenset[int] | None] | None = None
+        # The vector env's step: a synchronous send of every sub-env (batch_size == num_envs).
+        self._path = StepPath(
+            connections,
+            self._buffers,
+            self._action_codec,
+            self._add_info,
+            autoreset_mode=AutoresetMode.NEXT_STEP,
+            reconnect=reconnect,
+            plain_reset=self._plain_reset,
+        )
 
     # ------------------------------------------------------------------ envpool API
 
@@ -191,19 +193,13 @@ class OpenEnvPool:
         ops: list[Op | None] = [None] * self.num_envs
         for i in ids:
             ops[i] = ("reset", reset_message(seed=seeds[i], **self._reset_kwargs)["data"])
-        results, _ = self._connections.collect_or_reopen(
-            self._connections.send(ops),
-            reconnect=self.reconnect,
-            retry=ops,
-            reset=("reset", self._plain_reset),
-        )
+        results = self._path.round_trip(ops)
         self._flights.map_channels()
         buffers = self._buffers
         for channel, result in results:
             self._infos = buffers.take_resets(channel.indices, result, self._infos)
         buffers.mark_reset(ids)
         self._started[ids] = True
-        self._ended[ids] = False
         self._last = np.array(ids)
         obs, _, _, _, info = self._batch_of(self._last)
         return obs, info
@@ -244,7 +240,7 @@ class OpenEnvPool:
         self._check_open()
         ids = self._check_ids(self._last if env_id is None else env_id, busy_ok=False)
         if self._synchronous(ids):
-            self._send_every(actions, ids, defer=defer)
+            self._path.send(actions, ids=ids, defer=defer)
             return
         unstarted = [i for i in ids if not self._started[i]]
         if unstarted:
@@ -253,14 +249,15 @@ class OpenEnvPool:
                 "pool.reset() before sending actions"
             )
         try:
-            wires = self._encode(actions, ids)
+            wires = self._path.encode(actions, ids)
         except OpenEnvGymError as exc:
             exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
             raise
         ops: dict[int, Op] = {}
         resets: set[int] = set()
+        autoreset = self._buffers.autoreset
         for i, wire in zip(ids, wires, strict=True):
-            if self._ended[i]:
+            if autoreset[i]:
                 ops[i] = ("reset", self._plain_reset)
                 resets.add(i)
             else:
@@ -277,9 +274,8 @@ class OpenEnvPool:
             SubEnvError: A connection broke (and ``reconnect`` is off or failed).
         """
         self._check_open()
-        if self._round_trip is not None:
-            round_trip, self._round_trip = self._round_trip, None
-            return self._recv_every(*round_trip)
+        if self._path.pending:
+            return self._recv_every()
         need = self.batch_size
         if len(self._ready) + len(self._in_flight) < need:
             raise PoolUsageError(
@@ -347,12 +343,6 @@ class OpenEnvPool:
 
     # ------------------------------------------------------------------ replies
 
-    def _encode(self, actions: Any, ids: list[int]) -> list[dict[str, Any]]:
-        """The wire actions of sub-envs ``ids``, given each one's last legal actions (a
-        chess pawn's bare move to the last rank is a queen promotion), as the vector env."""
-        legal = self._buffers.legal
-        return self._action_codec.encode_batch(actions, len(ids), [legal[i] for i in ids])
-
     def _dispatch(self, ops: Mapping[int, Op], resets: set[int]) -> None:
         self._in_flight.update(ops)
         self._flights.dispatch(ops, resets)
@@ -384,13 +374,13 @@ class OpenEnvPool:
             )
         except BaseException:
             # Not in flight any more; resetting them is how they go on.
-            self._ended[flight.sub_envs] = True
+            buffers.end_episodes(flight.sub_envs)
             self._in_flight.difference_update(flight.sub_envs)
             self._flights.flush(channel)
             raise
-        for k in result.indices:
-            i = channel.indices[k]
-            self._ended[i] = buffers.terminations[i] or buffers.truncations[i]
+        stepped = [channel.indices[k] for k in result.indices]
+        buffers.settle(stepped)
+        for i in stepped:
             self._in_flight.discard(i)
             self._ready.append(i)
         self._flights.flush(channel)
@@ -404,8 +394,8 @@ class OpenEnvPool:
         held = self._flights.forget_held(flight.channel)
         affected = connections.reopen(flight.channel.indices, [cause])
         self._flights.map_channels()
-        self._ended[affected] = True  # their new sessions start with a reset
         buffers = self._buffers
+        buffers.end_episodes(affected)  # their new sessions start with a reset
         for i in [*flight.sub_envs, *held]:
             buffers.mark_reconnected(i)
             self._infos = self._add_info(self._infos, {RECONNECTED_KEY: True}, i)
@@ -414,11 +404,7 @@ class OpenEnvPool:
 
     def _drain(self) -> None:
         """Wait out the frames in flight and forget every reply not returned yet."""
-        if self._round_trip is not None:
-            pending, _ = self._round_trip
-            self._round_trip = None
-            with contextlib.suppress(Exception):  # replies dropped: only their order matters
-                self._connections.collect(pending)
+        self._path.drain()
         self._flights.drain()
         self._in_flight.clear()
         self._ready.clear()
@@ -438,60 +424,17 @@ class OpenEnvPool:
             and bool(self._started.all())
         )
 
-    def _send_every(self, actions: Any, ids: list[int], *, defer: bool) -> None:
-        """Send every sub-env's op as the vector env's step does (autoresets included)."""
-        try:
-            wires = self._encode(actions, ids)
-        except OpenEnvGymError as exc:
-            exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
-            raise
-        if ids == self._every_list:
-            ops: list[Op | None] = [("step", wire) for wire in wires]
-        else:
-            ops = [None] * self.num_envs
-            for i, wire in zip(ids, wires, strict=True):
-                ops[i] = ("step", wire)
-        resetting: frozenset[int] | None = None
-        if self._ended.any():
-            ended = np.flatnonzero(self._ended).tolist()
-            for i in ended:
-                ops[i] = ("reset", self._plain_reset)
-            resetting = frozenset(ended)
-        self._round_trip = (self._connections.send(ops, defer=defer), resetting)
-
-    def _recv_every(
-        self, pending: Pending, resetting: frozenset[int] | None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Collect the synchronous round trip of :meth:`_send_every`; every sub-env, in
-        order (the vector env's ``step_wait``)."""
+    def _recv_every(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the synchronous round trip: every sub-env, in order (the vector env's
+        ``step_wait``)."""
         buffers = self._buffers
-        infos: dict[str, Any] = {}
-        taken = np.zeros(self.num_envs, dtype=np.bool_)
-
-        def take(channel: Channel, result: BatchResult) -> None:
-            nonlocal infos
-            infos = buffers.take_steps(channel.indices, result, resetting, infos, {})
-            taken[channel.indices] = True
-
-        try:
-            _, reconnected = self._connections.collect_or_reopen(
-                pending, reconnect=self.reconnect, take=take
-            )
-        except BaseException:
-            # The sub-envs whose reply was not taken go on by a reset, as the others that ended.
-            np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
-            self._ended[~taken] = True
-            raise
-        if reconnected:
+        infos, _ = self._path.collect()  # NEXT_STEP: nothing left to reset in this step
+        if self._path.reconnected:
             self._flights.map_channels()
-            for i in reconnected:  # the episode ends here, truncated; the next send resets
-                buffers.mark_reconnected(i)
-                infos = self._add_info(infos, {RECONNECTED_KEY: True}, i)
-        np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
+        buffers.end_step()
         self._last = self._every
         infos["env_id"] = self._every.copy()
         infos["elapsed_step"] = buffers.elapsed.copy()
-        buffers.finish()
         return (
             buffers.batch_observations(copy=True),
             buffers.rewards.copy(),
@@ -523,7 +466,7 @@ class OpenEnvPool:
     def _check_ids(self, env_id: Any, *, busy_ok: bool) -> list[int]:
         ids = check_env_ids(env_id, self.num_envs)
         if not busy_ok:
-            if self._round_trip is not None:
+            if self._path.pending:
                 busy = ids
             else:
                 busy = [i for i in ids if i in self._in_flight or i in self._ready]
