@@ -53,12 +53,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     VectorUsageError,
 )
-from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.connections import Connections
@@ -77,12 +75,12 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath
+from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath, SubEnvConnections
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
 
 
-class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
+class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
     """N sessions of one OpenEnv environment, stepped together.
 
     Args:
@@ -194,15 +192,12 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self.single_action_space = self._action_codec.space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         self._path = StepPath(
             connections,
             self._buffers,
-            self._action_codec,
-            self._add_info,
+            template,
             autoreset_mode=self.autoreset_mode,
             reconnect=reconnect,
-            plain_reset=self._plain_reset,
         )
 
     # ------------------------------------------------------------------ gymnasium API
@@ -315,15 +310,15 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self, final_infos: dict[int, dict[str, Any]], infos: dict[str, Any]
     ) -> dict[str, Any]:
         """SAME_STEP on connections whose server did not reset them (one more round trip)."""
-        buffers = self._buffers
+        buffers, path = self._buffers, self._check_open()
         ended = sorted(final_infos)
         for i in ended:
             final = {"final_obs": buffers.observation_of(i), "final_info": final_infos[i]}
             infos = self._add_info(infos, final, i)
         ops: list[Op | None] = [None] * self.num_envs
         for i in ended:
-            ops[i] = ("reset", self._plain_reset)
-        for channel, result in self._check_open().round_trip(ops):
+            ops[i] = ("reset", path.plain_reset)
+        for channel, result in path.round_trip(ops):
             infos = buffers.take_resets(channel.indices, result, infos)
         buffers.elapsed[ended] = 0
         buffers.finish()
@@ -339,21 +334,6 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._connections.close()
 
     # ------------------------------------------------------------------ extras
-
-    @property
-    def servers(self) -> list[ServerProvider]:
-        """The servers this env started (and stops on close), e.g. the embedded one."""
-        return self._connections.providers
-
-    @property
-    def base_urls(self) -> list[str]:
-        """The server URL of each sub-env."""
-        return self._connections.urls
-
-    @property
-    def connections(self) -> list[BlockingConnection]:
-        """The open WebSocket connections (one per server worker when :attr:`batched`)."""
-        return self._connections.sessions
 
     @property
     def batched(self) -> bool:

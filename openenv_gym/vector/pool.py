@@ -45,13 +45,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     OpenEnvGymError,
     PoolUsageError,
 )
-from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.in_flight import Flight, InFlight
@@ -69,12 +67,12 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath
+from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath, SubEnvConnections
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
 
 
-class OpenEnvPool:
+class OpenEnvPool(SubEnvConnections):
     """``num_envs`` sessions of one OpenEnv environment, stepped ``batch_size`` at a time.
 
     Made by :func:`make_pool`; see the module doc.
@@ -151,7 +149,6 @@ class OpenEnvPool:
             "reconnect": reconnect,
             "base_urls": sorted(set(connections.urls)),
         }
-        self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         self._infos: dict[str, Any] = {}
         self._started = np.zeros(self.num_envs, dtype=np.bool_)  # reset at least once
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
@@ -163,11 +160,9 @@ class OpenEnvPool:
         self._path = StepPath(
             connections,
             self._buffers,
-            self._action_codec,
-            self._add_info,
+            template,
             autoreset_mode=AutoresetMode.NEXT_STEP,
             reconnect=reconnect,
-            plain_reset=self._plain_reset,
         )
 
     # ------------------------------------------------------------------ envpool API
@@ -258,7 +253,7 @@ class OpenEnvPool:
         autoreset = self._buffers.autoreset
         for i, wire in zip(ids, wires, strict=True):
             if autoreset[i]:
-                ops[i] = ("reset", self._plain_reset)
+                ops[i] = ("reset", self._path.plain_reset)
                 resets.add(i)
             else:
                 ops[i] = ("step", wire)
@@ -295,21 +290,6 @@ class OpenEnvPool:
         """:meth:`send` then :meth:`recv`."""
         self._send(actions, env_id, defer=True)
         return self.recv()
-
-    @property
-    def servers(self) -> list[ServerProvider]:
-        """The servers this pool started (and stops on close), e.g. the embedded one."""
-        return self._connections.providers
-
-    @property
-    def base_urls(self) -> list[str]:
-        """The server URL of each sub-env."""
-        return self._connections.urls
-
-    @property
-    def connections(self) -> list[BlockingConnection]:
-        """The open WebSocket connections (one per session against an official server)."""
-        return self._connections.sessions
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of the sub-envs of the last :meth:`recv` (or :meth:`reset`):

@@ -21,19 +21,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.errors import OpenEnvGymError, VectorUsageError
-from openenv_gym.spaces.codec import ActionCodec
+from openenv_gym.providers.base import ServerProvider
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.infos import AddInfo
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
+from openenv_gym.wire.messages import reset_message
+
+if TYPE_CHECKING:
+    from openenv_gym.env import OpenEnvEnv
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
 RECONNECTED_KEY: Final = "reconnected"
@@ -44,33 +49,29 @@ class StepPath:
 
     Args:
         connections: The sub-envs' connections.
-        buffers: The batch buffers the replies are written into.
-        action_codec: Encodes the actions.
-        add_info: Adds one sub-env's info to the batched infos.
+        buffers: The batch buffers the replies are written into (their ``add_info`` adds
+            the reconnected flags too).
+        template: The env whose action codec and reset options the sub-envs share.
         autoreset_mode: ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED``.
         reconnect: Reopen a broken connection instead of raising
             :class:`~openenv_gym.errors.SubEnvError`.
-        plain_reset: The data of a reset without seed (autoresets, reopened sessions).
     """
 
     def __init__(
         self,
         connections: Connections,
         buffers: BatchBuffers,
-        action_codec: ActionCodec,
-        add_info: AddInfo,
+        template: OpenEnvEnv,
         *,
         autoreset_mode: AutoresetMode,
         reconnect: bool,
-        plain_reset: dict[str, Any],
     ) -> None:
-        self.connections = connections
-        self.buffers = buffers
-        self.action_codec = action_codec
-        self.add_info = add_info
-        self.autoreset_mode = autoreset_mode
-        self.reconnect = reconnect
-        self.plain_reset = plain_reset
+        self.connections, self.buffers = connections, buffers
+        self.action_codec = template.action_codec
+        self.add_info: AddInfo = buffers.add_info
+        self.autoreset_mode, self.reconnect = autoreset_mode, reconnect
+        #: The data of a reset without seed (autoresets, reopened sessions).
+        self.plain_reset: dict[str, Any] = reset_message(**template.reset_kwargs)["data"]
         self.num_envs = buffers.num_envs
         self._every = list(range(self.num_envs))
         # The step sent and not collected yet, and the sub-envs whose op was an autoreset.
@@ -218,4 +219,26 @@ class StepPath:
                 self.connections.collect(pending)
 
 
-__all__ = ["RECONNECTED_KEY", "StepPath"]
+class SubEnvConnections:
+    """The properties the vector env and the pool share over their ``_connections``."""
+
+    _connections: Connections
+
+    @property
+    def servers(self) -> list[ServerProvider]:
+        """The servers this env started (and stops on close), e.g. the embedded one."""
+        return self._connections.providers
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The server URL of each sub-env."""
+        return self._connections.urls
+
+    @property
+    def connections(self) -> list[BlockingConnection]:
+        """The open WebSocket connections: one per server worker against our servers (the
+        sessions multiplexed), one per session against an official server."""
+        return self._connections.sessions
+
+
+__all__ = ["RECONNECTED_KEY", "StepPath", "SubEnvConnections"]

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from openenv_gym.extras import lazy_exports
 
-_LAZY = {
-    "AtariOpenEnvEnv": "openenv_gym.envs.atari.client",
-    "RemoteALE": "openenv_gym.envs.atari.client",
-    "make_atari_env": "openenv_gym.envs.atari.client",
-    "AtariEnvironment": "openenv_gym.envs.atari.environment",
-    "rom_id": "openenv_gym.envs.atari.environment",
-    "AtariAction": "openenv_gym.envs.atari.models",
-    "AtariObservation": "openenv_gym.envs.atari.models",
-    "AtariState": "openenv_gym.envs.atari.models",
-    "atari_models": "openenv_gym.envs.atari.models",
-    "screen_shape": "openenv_gym.envs.atari.models",
-    "atari_server": "openenv_gym.envs.atari.server",
+_EXPORTS = {
+    f"{__name__}.client": ("AtariOpenEnvEnv", "RemoteALE", "make_atari_env"),
+    f"{__name__}.environment": ("AtariEnvironment", "rom_id"),
+    f"{__name__}.models": (
+        "AtariAction",
+        "AtariObservation",
+        "AtariState",
+        "atari_models",
+        "screen_shape",
+    ),
+    f"{__name__}.server": ("atari_server",),
 }
 
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from openenv_gym.extras import lazy_exports
 
-_LAZY = {
-    "ChessAction": "openenv_gym.envs.chess.models",
-    "ChessObservation": "openenv_gym.envs.chess.models",
-    "ChessState": "openenv_gym.envs.chess.models",
-    "ChessEnvironment": "openenv_gym.envs.chess.environment",
-    "ChessOpenEnvEnv": "openenv_gym.envs.chess.client",
-    "make_chess_env": "openenv_gym.envs.chess.client",
-    "chess_server": "openenv_gym.envs.chess.server",
+_EXPORTS = {
+    f"{__name__}.models": ("ChessAction", "ChessObservation", "ChessState"),
+    f"{__name__}.environment": ("ChessEnvironment",),
+    f"{__name__}.client": ("ChessOpenEnvEnv", "make_chess_env"),
+    f"{__name__}.server": ("chess_server",),
 }
 
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

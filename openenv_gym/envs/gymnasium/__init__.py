@@ -19,16 +19,17 @@ from __future__ import annotations
 
 from openenv_gym.extras import lazy_exports
 
-_LAZY = {
-    "GymnasiumEnvironment": "openenv_gym.envs.gymnasium.environment",
-    "json_safe": "openenv_gym.envs.gymnasium.environment",
-    "GymnasiumAction": "openenv_gym.envs.gymnasium.models",
-    "GymnasiumObservation": "openenv_gym.envs.gymnasium.models",
-    "GymnasiumState": "openenv_gym.envs.gymnasium.models",
-    "gymnasium_models": "openenv_gym.envs.gymnasium.models",
-    "gymnasium_server": "openenv_gym.envs.gymnasium.server",
+_EXPORTS = {
+    f"{__name__}.environment": ("GymnasiumEnvironment", "json_safe"),
+    f"{__name__}.models": (
+        "GymnasiumAction",
+        "GymnasiumObservation",
+        "GymnasiumState",
+        "gymnasium_models",
+    ),
+    f"{__name__}.server": ("gymnasium_server",),
 }
 
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
