@@ -44,10 +44,7 @@ if TYPE_CHECKING:
 
 # The experiment files load the wrappers and the trajectory writer: only when asked for.
 __getattr__ = lazy_exports(
-    __name__,
-    dict.fromkeys(
-        ("ExperimentConfig", "load_experiment", "make_from_config"), "openenv_gym.config"
-    ),
+    __name__, {"openenv_gym.config": ("ExperimentConfig", "load_experiment", "make_from_config")}
 )
 
 register_all()
