@@ -478,3 +478,21 @@ class PortInUseError(ServerStartError):
 
 
 __all__ += ["PortInUseError", "SharedFileRefusedError"]
+
+# --------------------------------------------------------------------------- multi-agent games
+
+
+class SeatsUnavailableError(OpenEnvGymError, ValueError):
+    """A server cannot seat every player of a multi-agent env: its observations do not say
+    whose turn it is, name no players, or name fewer than the env's seats."""
+
+
+class NotYourTurnError(ActionOutOfSpaceError):
+    """A player moved out of turn (answered ``VALIDATION_ERROR`` by a server)."""
+
+
+class GameOverError(OpenEnvGymError, ValueError):
+    """A move was sent after the game ended; reset to play again."""
+
+
+__all__ += ["GameOverError", "NotYourTurnError", "SeatsUnavailableError"]

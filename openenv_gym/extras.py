@@ -57,6 +57,7 @@ EXTRAS: Final[dict[str, Provider]] = {
     "moviepy": Provider("moviepy", "render"),
     "matplotlib": Provider("matplotlib", "bench"),
     "envpool": Provider("envpool", "bench"),
+    "pettingzoo": Provider("pettingzoo", "multiagent"),
 }
 
 

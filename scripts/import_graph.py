@@ -42,7 +42,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"env_mapping"}),
     frozenset({"env"}),
     frozenset({"vector", "envs", "trajectories"}),
-    frozenset({"images", "wrappers", "registration", "integrations"}),
+    frozenset({"images", "wrappers", "registration", "integrations", "multiagent"}),
     frozenset({"config"}),
     frozenset({PACKAGE}),
     frozenset({"bench"}),

@@ -30,6 +30,9 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "openenv_gym.integrations.sb3",  # 8 s
         "openenv_gym.integrations.sb3.make_vec_env",  # 6 s
     ),
+    "openenv_gym/multiagent/vector.py": (
+        "openenv_gym.multiagent.vector",  # 3 s at load ~10
+    ),
     "openenv_gym/providers/local.py": (
         "openenv_gym.providers.local",  # 4 s
     ),
@@ -93,6 +96,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_code_block_runs[docs/vector.md:23]",  # 9 s
         "test_code_block_runs[docs/vector.md:41]",  # 8 s
         "test_code_block_runs[docs/wrappers.md:55]",  # 7 s
+        # Measured at load ~10 (shared machine): each starts an embedded chess server.
+        "test_code_block_runs[docs/multiagent.md:20]",  # 5 s
+        "test_code_block_runs[docs/multiagent.md:44]",  # 4 s
+        "test_code_block_runs[docs/multiagent.md:107]",  # 5 s
     ),
     "tests/envs/test_atari.py": (
         "test_binary_against_an_official_server_is_a_clear_error",  # 4 s

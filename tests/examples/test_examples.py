@@ -89,3 +89,13 @@ def test_cleanrl_ppo_pool_quick() -> None:
     out = run_example("train_cleanrl_ppo_pool.py")
     assert "trained 20" in out  # 2048 steps and the last batch's few
     assert "mean return over" in out
+
+
+@pytest.mark.slow
+def test_selfplay_tictactoe_quick() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("pettingzoo")
+    out = run_example("train_selfplay_tictactoe.py")
+    assert "before training, against random:" in out
+    assert "moves/s, training included" in out
+    assert "after training, against random:" in out

@@ -15,6 +15,16 @@ Illegal moves (``illegal_move``):
 
 Games longer than ``max_moves`` half-moves end as a draw with ``metadata["truncated"]``.
 
+Self-play (``opponent="self"``): no built-in opponent; the client moves for both colours.
+Every observation's ``metadata`` seats the players: ``players`` (``["white", "black"]``),
+``current_player`` (whose turn it is) and ``rewards`` (each player's reward for the last
+move: won ``+1``, lost ``-1``, draw and every other move ``0``); the wire ``reward`` is the
+mover's. A step may name its player (``metadata={"player": "black"}``, the official action's own
+field): a move out of turn is refused
+(:class:`~openenv_gym.errors.NotYourTurnError`), and so is a move after the game ended
+(:class:`~openenv_gym.errors.GameOverError`). The schema stays the official one, so an
+official client can play both sides.
+
 Example:
     >>> env = ChessEnvironment(opponent="random", agent_color="white")
     >>> first = env.reset(seed=0)
@@ -23,6 +33,11 @@ Example:
     >>> after = env.step(ChessAction(move="e2e4"))
     >>> after.fen.split()[1], after.reward, env.state.move_history[0]
     ('w', 0.0, 'e2e4')
+    >>> both = ChessEnvironment(opponent="self")
+    >>> both.reset(seed=0).metadata["current_player"]
+    'white'
+    >>> both.step(ChessAction(move="e2e4", metadata={"player": "white"})).metadata["current_player"]
+    'black'
 """
 
 from __future__ import annotations
@@ -38,9 +53,10 @@ from openenv_gym.envs.chess.options import (
     DEFAULT_ILLEGAL_MOVE,
     DEFAULT_MAX_MOVES,
     ILLEGAL_MOVE_PENALTY,
+    SELF_PLAY,
     check_chess_options,
 )
-from openenv_gym.errors import EnvConfigError, IllegalMoveError
+from openenv_gym.errors import EnvConfigError, GameOverError, IllegalMoveError, NotYourTurnError
 from openenv_gym.extras import optional_imports
 from openenv_gym.server.environment import Environment
 from openenv_gym.server.models import EnvironmentMetadata
@@ -53,7 +69,8 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
     """Chess against a built-in opponent, with the official OpenEnv chess schema.
 
     Args:
-        opponent: ``"random"``, ``"material"`` (2-ply material search) or ``"uci"``.
+        opponent: ``"random"``, ``"material"`` (2-ply material search), ``"uci"``, or
+            ``"self"`` (the client plays both colours; ``agent_color`` is then unused).
         illegal_move: ``"penalty"`` (default), ``"loss"`` or ``"error"`` (see module doc).
         agent_color: ``"white"`` (default), ``"black"`` or ``"random"`` (per episode).
         max_moves: Half-moves before the game is called a draw (truncated).
@@ -79,11 +96,15 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
         self.illegal_move = illegal_move
         self.agent_color_setting = agent_color
         self.max_moves = max_moves
-        self._opponent: Opponent = make_opponent(opponent, uci_engine=uci_engine)
+        self.self_play = opponent == SELF_PLAY
+        self._opponent: Opponent | None = (
+            None if self.self_play else make_opponent(opponent, uci_engine=uci_engine)
+        )
         self._rng = random.Random()
         self._board = chess.Board()
         self._agent: chess.Color = chess.WHITE
         self._state = ChessState()
+        self._forfeited = False
 
     def reset(
         self,
@@ -103,7 +124,10 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             self._board = chess.Board(fen) if fen else chess.Board()
         except ValueError as exc:
             raise EnvConfigError(f"invalid fen {fen!r}: {exc}") from exc
-        if self.agent_color_setting == "random":
+        self._forfeited = False
+        if self.self_play:
+            self._agent = self._board.turn
+        elif self.agent_color_setting == "random":
             self._agent = self._rng.random() < 0.5
         else:
             self._agent = self.agent_color_setting == "white"
@@ -123,8 +147,13 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
 
         Raises:
             IllegalMoveError: The move is illegal and ``illegal_move="error"``.
+            NotYourTurnError: ``action.metadata["player"]`` is not the side to move.
+            GameOverError: Self-play, and the game has ended (reset first).
         """
-        if self._board.is_game_over():
+        if self.self_play:
+            self._check_turn(action.metadata.get("player"))
+            self._agent = self._board.turn
+        elif self._board.is_game_over():
             return self._observation(0.0)
         try:
             move: chess.Move | None = chess.Move.from_uci(action.move)
@@ -143,6 +172,21 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             self._opponent_moves()
         return self._observation(self._agent_reward())
 
+    def _check_turn(self, player: str | None) -> None:
+        """Self-play: refuse a move after the end, or by the side not to move."""
+        if self._forfeited or self._board.is_game_over(claim_draw=True) or self._finished():
+            raise GameOverError(
+                f"the game is over ({self._board.fen()!r}); expected a reset before the next "
+                "move: env.reset()"
+            )
+        turn = _color_name(self._board.turn)
+        if player is not None and player != turn:
+            raise NotYourTurnError(
+                f"player {player!r} moved out of turn; expected a move by {turn!r} (the side "
+                f"to move in {self._board.fen()!r})",
+                field="player",
+            )
+
     def _illegal(self, text: str) -> ChessObservation:
         if self.illegal_move == "error":
             legal = ", ".join(m.uci() for m in list(self._board.legal_moves)[:12])
@@ -152,6 +196,7 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
                 field="move",
             )
         if self.illegal_move == "loss":
+            self._forfeited = True
             return self._observation(-1.0, forfeit=True)
         return self._observation(ILLEGAL_MOVE_PENALTY)
 
@@ -163,7 +208,8 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
         self._state.current_player = _color_name(self._board.turn)
 
     def _opponent_moves(self) -> None:
-        self._push(self._opponent(self._board, self._rng))
+        if self._opponent is not None:
+            self._push(self._opponent(self._board, self._rng))
 
     def _finished(self) -> bool:
         return self._state.step_count >= self.max_moves
@@ -197,6 +243,8 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             metadata["truncated"] = True
         if forfeit:
             metadata["forfeit"] = True
+        if self.self_play:
+            metadata.update(self._seats(reward, reset=reset))
         return ChessObservation(
             fen=board.fen(),
             legal_moves=[] if done else [m.uci() for m in board.legal_moves],
@@ -206,6 +254,20 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
             reward=None if reset else reward,
             metadata=metadata,
         )
+
+    def _seats(self, reward: float, *, reset: bool) -> dict[str, Any]:
+        """Self-play metadata: the players, whose turn it is, each player's reward."""
+        mover = _color_name(self._agent)
+        other = _color_name(not self._agent)
+        rewards = {mover: 0.0, other: 0.0} if reset else {mover: reward, other: -reward}
+        if not reset and reward not in (1.0, -1.0):  # an illegal-move penalty is the mover's
+            rewards[other] = 0.0
+        return {
+            "players": ["white", "black"],
+            "current_player": _color_name(self._board.turn),
+            "rewards": {"white": rewards["white"], "black": rewards["black"]},
+            "truncated": bool(self._finished() and self._board.outcome(claim_draw=True) is None),
+        }
 
     @property
     def state(self) -> ChessState:

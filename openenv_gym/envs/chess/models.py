@@ -22,6 +22,9 @@ class ChessAction(Action):
 
     Attributes:
         move: UCI format move string (e.g., "e2e4", "e7e8q" for promotion).
+
+    A self-play client may name the colour that moves in ``metadata["player"]``
+    (``"white"``/``"black"``); the server refuses a move out of turn.
     """
 
     move: str

@@ -19,7 +19,9 @@ from openenv_gym.argument_types import int_argument
 from openenv_gym.envs.options import ServerOption, ServerOptions
 from openenv_gym.errors import EnvConfigError
 
-OPPONENTS: Final = ("random", "material", "uci")
+#: ``"self"``: no built-in opponent, the client moves for both colours (self-play).
+SELF_PLAY: Final = "self"
+OPPONENTS: Final = ("random", "material", "uci", SELF_PLAY)
 ILLEGAL_MOVE_POLICIES: Final = ("penalty", "loss", "error")
 AGENT_COLORS: Final = ("white", "black", "random")
 DEFAULT_ILLEGAL_MOVE: Final = "penalty"
@@ -37,7 +39,8 @@ CHESS_OPTIONS: Final = ServerOptions(
     ServerOption(
         "opponent",
         DEFAULT_OPPONENT,
-        "random, material (a 2-ply material search) or uci (an engine on PATH)",
+        "random, material (a 2-ply material search), uci (an engine on PATH) or self (the "
+        "client moves for both colours: self-play)",
         choices=OPPONENTS,
     ),
     ServerOption(
@@ -87,5 +90,6 @@ __all__ = [
     "ILLEGAL_MOVE_PENALTY",
     "ILLEGAL_MOVE_POLICIES",
     "OPPONENTS",
+    "SELF_PLAY",
     "check_chess_options",
 ]
