@@ -14,8 +14,6 @@ import os
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import httpx
-
 from openenv_gym.errors import (
     AuthenticationError,
     NotAnOpenEnvServerError,
@@ -78,6 +76,8 @@ def get_json(
         ServerConnectionError: Connection refused, timed out, or the URL is malformed.
         NotAnOpenEnvServerError: A non-2xx status, or a body that is not JSON.
     """
+    import httpx  # here: importing it (and the CLI packages it loads) costs 50-100 ms
+
     base = ws_to_http_url(base_url)  # no trailing slash
     url = base + path
     token = resolve_token(token)
