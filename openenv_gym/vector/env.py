@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,7 +59,6 @@ from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.server_fleet import ServerFleet
-from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.options import (
     check_autoreset_mode,
@@ -75,7 +75,12 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath, SubEnvConnections
+from openenv_gym.vector.step_path import (
+    RECONNECTED_KEY,
+    StepPath,
+    SubEnvConnections,
+    open_step_path,
+)
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
 
@@ -169,36 +174,28 @@ class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        self._buffers = BatchBuffers(
-            self._observation_codec,
-            num_envs,
+        more_servers = None
+        if per_server < num_envs:
+            more_servers = functools.partial(
+                connections.start_more_servers, id, env_kwargs, per_server
+            )
+        self._path = open_step_path(
+            connections,
+            template,
+            urls,
+            self._add_info,
             autoreset_mode=self.autoreset_mode,
             max_episode_steps=max_episode_steps,
-            add_info=self._add_info,
-            where=connections.url_of,
+            reconnect=reconnect,
+            before_open=more_servers,
         )
-        # Rows of one array batch are copied into the buffer before the next request.
-        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
+        self._buffers = self._path.buffers
         self._closed = False
-        try:
-            if per_server < num_envs:
-                connections.start_more_servers(id, env_kwargs, per_server)
-            connections.open(range(num_envs), check_capacity=urls is None)
-        except BaseException:
-            self.close()
-            raise
 
         self.single_observation_space = self._observation_codec.space
         self.single_action_space = self._action_codec.space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._path = StepPath(
-            connections,
-            self._buffers,
-            template,
-            autoreset_mode=self.autoreset_mode,
-            reconnect=reconnect,
-        )
 
     # ------------------------------------------------------------------ gymnasium API
 

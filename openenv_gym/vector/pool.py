@@ -50,7 +50,6 @@ from openenv_gym.errors import (
     OpenEnvGymError,
     PoolUsageError,
 )
-from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
@@ -67,7 +66,7 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.vector.step_path import RECONNECTED_KEY, StepPath, SubEnvConnections
+from openenv_gym.vector.step_path import RECONNECTED_KEY, SubEnvConnections, open_step_path
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
 
@@ -123,21 +122,18 @@ class OpenEnvPool(SubEnvConnections):
         self._action_codec = template.action_codec
         self._reset_kwargs = template.reset_kwargs
         self._add_info = info_adder(self.num_envs)
-        self._buffers = BatchBuffers(
-            template.observation_codec,
-            self.num_envs,
+        # The vector env's step: a synchronous send of every sub-env (batch_size == num_envs).
+        self._path = open_step_path(
+            connections,
+            template,
+            urls,
+            self._add_info,
             autoreset_mode=AutoresetMode.NEXT_STEP,
             max_episode_steps=max_episode_steps,
-            add_info=self._add_info,
-            where=connections.url_of,
+            reconnect=reconnect,
         )
-        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
+        self._buffers = self._path.buffers
         self._closed = False
-        try:
-            connections.open(range(self.num_envs), check_capacity=urls is None)
-        except BaseException:
-            self.close()
-            raise
         self.observation_space = template.observation_codec.space
         self.action_space = self._action_codec.space
         self.spec = gym.spec(env_id) if env_id is not None else None
@@ -156,14 +152,6 @@ class OpenEnvPool(SubEnvConnections):
         self._flights = InFlight(connections, self.num_envs)
         self._every = np.arange(self.num_envs)
         self._last = self._every
-        # The vector env's step: a synchronous send of every sub-env (batch_size == num_envs).
-        self._path = StepPath(
-            connections,
-            self._buffers,
-            template,
-            autoreset_mode=AutoresetMode.NEXT_STEP,
-            reconnect=reconnect,
-        )
 
     # ------------------------------------------------------------------ envpool API
 

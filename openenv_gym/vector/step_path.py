@@ -20,7 +20,7 @@ The asynchronous pool adds only its subsets and arrival order
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -219,6 +219,46 @@ class StepPath:
                 self.connections.collect(pending)
 
 
+def open_step_path(
+    connections: Connections,
+    template: OpenEnvEnv,
+    urls: list[str] | None,
+    add_info: AddInfo,
+    *,
+    autoreset_mode: AutoresetMode,
+    max_episode_steps: int | None,
+    reconnect: bool,
+    before_open: Callable[[], None] | None = None,
+) -> StepPath:
+    """Make the batch buffers, open every sub-env's session (``before_open`` first, e.g.
+    starting more servers) and return their step path; on failure every connection and
+    server is closed.
+
+    Raises:
+        InsufficientCapacityError, ServerConnectionError: The sessions cannot be opened.
+    """
+    buffers = BatchBuffers(
+        template.observation_codec,
+        connections.num_envs,
+        autoreset_mode=autoreset_mode,
+        max_episode_steps=max_episode_steps,
+        add_info=add_info,
+        where=connections.url_of,
+    )
+    # Rows of one array batch are copied into the buffer before the next request.
+    connections.adopt(template, urls, borrow_arrays=buffers.stacked)
+    try:
+        if before_open is not None:
+            before_open()
+        connections.open(range(connections.num_envs), check_capacity=urls is None)
+    except BaseException:
+        connections.close()
+        raise
+    return StepPath(
+        connections, buffers, template, autoreset_mode=autoreset_mode, reconnect=reconnect
+    )
+
+
 class SubEnvConnections:
     """The properties the vector env and the pool share over their ``_connections``."""
 
@@ -241,4 +281,4 @@ class SubEnvConnections:
         return self._connections.sessions
 
 
-__all__ = ["RECONNECTED_KEY", "StepPath", "SubEnvConnections"]
+__all__ = ["RECONNECTED_KEY", "StepPath", "SubEnvConnections", "open_step_path"]
