@@ -1,6 +1,7 @@
 """``OpenEnvEnv``: one remote OpenEnv session as a ``gymnasium.Env``.
 
-The env talks to ``{base_url}/ws`` over one WebSocket (one server-side env instance).
+The env talks to ``{base_url}/ws`` over one WebSocket (one server-side env instance), or over
+HTTP where the server has no ``/ws``; ``env.form`` says which (:mod:`openenv_gym.client.session`).
 Its spaces come from the Pydantic models when given, else from the server's
 ``GET /schema`` (see :mod:`openenv_gym.spaces`). Actions are checked against the action
 space before anything is sent; observations are decoded to exactly the observation space.
@@ -47,8 +48,9 @@ from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_REPLY_TIMEOUT,
     ConnectOptions,
-    SyncSession,
+    Session,
     get_json,
+    open_session,
     resolve_token,
 )
 from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
@@ -104,7 +106,7 @@ def episode_flags(
     return bool(done) and not truncated, truncated
 
 
-def _close_session_soon(session: SyncSession) -> None:
+def _close_session_soon(session: Session) -> None:
     """Finalizer: close a forgotten env's session (and its loop)."""
     session.close()
 
@@ -202,7 +204,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 "(e.g. gym.make('openenv/Remote-v0', base_url=...)), or use an id that starts "
                 "an embedded server such as 'openenv/CartPole-v1'"
             )
-        self._session: SyncSession | None = None
+        self._session: Session | None = None
+        #: The protocol form agreed (:mod:`openenv_gym.client.session`), once a session opened.
+        self.form: str | None = None
         self._provider: ServerProvider = provider or GivenServer(str(base_url))
         self._closed = False
         self._last_observation: Any = None
@@ -263,9 +267,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     # ------------------------------------------------------------------ set-up
 
-    def _open_session(self) -> SyncSession:
+    def _open_session(self) -> Session:
         if self._session is None:
-            self._session = SyncSession.connect(self.base_url, self._connect_options)
+            self._session = open_session(self.base_url, self._connect_options)
+            self.form = self._session.form
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
 
@@ -474,7 +479,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             self._session = None
         return self._provider
 
-    def _require_session(self) -> SyncSession:
+    def _require_session(self) -> Session:
         if self._closed or self._session is None:
             raise SessionClosedError(
                 "this env is closed; create a new one with gym.make(...) to go on"
@@ -491,7 +496,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def __repr__(self) -> str:
         where = getattr(self, "base_url", None) or "not connected"
-        return f"<OpenEnvEnv {where}>"
+        form = getattr(self, "form", None)
+        return f"<OpenEnvEnv {where}{f' ({form})' if form else ''}>"
 
 
 def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import BaseModel
 
-from openenv_gym.client import SyncSession, fetch_schema
+from openenv_gym.client import Session, fetch_schema
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
@@ -85,7 +85,7 @@ def log_inferences(base_url: str, inferred: Sequence[Inference]) -> None:
 
 
 def probe_session(
-    session: SyncSession, schema: Mapping[str, Any], reset_kwargs: Mapping[str, Any]
+    session: Session, schema: Mapping[str, Any], reset_kwargs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], ActionHints]:
     """One reset (and a state request) on ``session`` to take open shapes from."""
     reply = session.request_observation(reset_message(**reset_kwargs))

@@ -42,6 +42,12 @@ class NotAnOpenEnvServerError(ServerConnectionError):
     """Something answered at the URL, but it does not speak the OpenEnv protocol."""
 
 
+class NoWebSocketEndpointError(NotAnOpenEnvServerError):
+    """The server refused the WebSocket upgrade at ``/ws`` (HTTP 403 or 404) with no sign of
+    authentication: it has no OpenEnv WebSocket endpoint (a first-release ``openenv-core``
+    0.1 server or a plain FastAPI app). A single env falls back to HTTP sessions."""
+
+
 class ConnectionLostError(ServerConnectionError):
     """An open session's connection closed before the reply arrived."""
 
@@ -239,6 +245,7 @@ __all__ = [
     "SpaceMappingError",
     "UnsupportedRenderModeError",
 ]
+__all__ += ["NoWebSocketEndpointError"]
 
 
 # --------------------------------------------------------------------------- atari, chess, binary

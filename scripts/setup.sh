@@ -33,6 +33,22 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 
+# The first release of OpenEnv, openenv-core==0.1.1 (HTTP only), for the tests of servers built
+# on it (tests/third_party_servers/): a venv of its own, beside .venv, since it and the official
+# openenv package both install an `openenv_core` module.
+core01=".venv-openenv-core-0.1"
+first_release_venv() {
+    case ",$extras," in
+        *,dev,*|*,test,*) ;;
+        *) return 0 ;;
+    esac
+    if ! "$core01/bin/python" -c 'import openenv_core.env_server' 2>/dev/null; then
+        echo "setup.sh: creating $core01 (openenv-core==0.1.1, the first OpenEnv release)"
+        "$python" -m venv "$core01"
+        "$core01/bin/python" -m pip install --quiet --disable-pip-version-check openenv-core==0.1.1
+    fi
+}
+
 # A second run with the same extras and the same pyproject.toml has nothing to install (CI runs
 # `setup.sh dev` twice: before building the images and in README command 2): the stamp says so.
 # gym-latest always asks pip (a newer Gymnasium may have come out).
@@ -41,6 +57,7 @@ wanted="$extras $("$python" -c 'import hashlib; print(hashlib.sha256(open("pypro
 if [ "$venv" = ".venv" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] \
     && "$venv/bin/python" -c 'import openenv_gym' 2>/dev/null; then
     echo "setup.sh: $venv already has openenv-gym (${extras:-no extras}) for this pyproject.toml"
+    first_release_venv
     echo "setup.sh: ready ($venv/bin/python)"
     exit 0
 fi
@@ -66,5 +83,6 @@ if [ "$venv" = ".venv-gym-latest" ]; then
     "${pip[@]}" --upgrade --upgrade-strategy only-if-needed "$(grep -o '"gymnasium[^"]*"' pyproject.toml | head -1 | tr -d '"')"
     echo "setup.sh: gymnasium $("$venv/bin/python" -c 'import gymnasium; print(gymnasium.__version__)')"
 fi
+first_release_venv
 echo "$wanted" >"$stamp"
 echo "setup.sh: ready ($venv/bin/python)"

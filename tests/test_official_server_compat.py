@@ -107,6 +107,7 @@ def test_spaces_derived_from_the_official_schema(official_url: str) -> None:
 def test_our_client_plays_against_the_official_server(official_url: str) -> None:
     env = gym.make("openenv/Remote-v0", base_url=official_url)
     try:
+        assert env.unwrapped.form == "websocket"  # plain OpenEnv JSON frames at /ws
         first = play(env, seed=5)
         again = play(env, seed=5)
         _guess, obs, reward, terminated, truncated, info = first[-1]

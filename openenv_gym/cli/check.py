@@ -24,9 +24,10 @@ Example:
     $ openenv-gym check http://127.0.0.1:8000
     openenv-gym check http://127.0.0.1:8000
       openenv-gym 0.1.0, gymnasium 1.2.2, numpy 2.4.6, Python 3.11.7 (Linux-...)
-    [ok]   health     {"status": "healthy"} in 2.1 ms
+    [ok]   health     HTTP 200 {"status":"healthy"} in 2.1 ms
     ...
     works: gym.make('openenv/Remote-v0', base_url='http://127.0.0.1:8000')
+    form: websocket+binary
     result: PASS (6 checks)
 """
 

@@ -139,6 +139,7 @@ class Checker:
         #: apart, they do not fail the check.
         self.findings: list[CheckResult] = []
         self.env: Any = None
+        self._probed_form: str | None = None
         self.env_id = "openenv/Remote-v0"
 
     def _run(self, name: str, check: Callable[[], tuple[str, list[str]]]) -> bool:
@@ -156,15 +157,14 @@ class Checker:
         return True
 
     def health(self) -> tuple[str, list[str]]:
-        from openenv_gym.client import get_json
-        from openenv_gym.wire.messages import HEALTH_PATH
+        from openenv_gym.client import health
 
         started = time.perf_counter()
-        body = get_json(self.url, HEALTH_PATH, timeout=self.timeout, token=self.token)
+        status, body = health(self.url, timeout=self.timeout, token=self.token)
         elapsed = (time.perf_counter() - started) * 1000
-        if not (isinstance(body, dict) and body.get("status") == "healthy"):
-            raise ValueError(f'expected {{"status": "healthy"}}, got {json.dumps(body)[:200]}')
-        return f"{json.dumps(body)} in {elapsed:.1f} ms", []
+        if not 200 <= status < 300:  # any 2xx is healthy: {"status": "ok"}, an empty body
+            raise ValueError(f"expected HTTP 2xx from GET /health, got {status}: {body[:200]!r}")
+        return f"HTTP {status} {body[:200] or '(empty body)'} in {elapsed:.1f} ms", []
 
     def schema(self) -> tuple[str, list[str]]:
         from openenv_gym.client import fetch_schema
@@ -227,6 +227,27 @@ class Checker:
             summary += f" and the reset observation ({len(env.inferred_spaces)} inferred)"
         return summary, lines
 
+    @property
+    def form(self) -> str | None:
+        """The protocol form the env agreed with the server, in words (``None``: no env)."""
+        from openenv_gym.client import form_summary
+
+        form = getattr(self.env, "form", None) or self._probed_form
+        return None if form is None else form_summary(form)
+
+    def _probe_form(self) -> None:
+        """Open (and close) a session to learn the form, when no env got as far; a failure
+        leaves it unknown (the checks report the causes)."""
+        from openenv_gym.client import ConnectOptions, open_session
+
+        options = ConnectOptions(token=self.token, connect_timeout=self.timeout)
+        try:
+            session = open_session(self.url, options)
+        except Exception:  # the form is context; the checks already say what failed
+            return
+        self._probed_form = session.form
+        session.close()
+
     def _mapping_source(self) -> dict[str, Any]:
         """The options given, as values whose repr is Python source for ``gym.make``."""
         out: dict[str, Any] = {}
@@ -273,10 +294,13 @@ class Checker:
         from gymnasium.utils.env_checker import check_env
 
         ignores = self.ignores_seed()
+        # A server of the http form holds one environment: a second env (the close check's)
+        # cannot open beside this one.
+        one_env = self.env.form == "http"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                check_env(self.env)
+                check_env(self.env, skip_close_check=one_env)
             except AssertionError as exc:
                 if not (ignores and "deterministic" in str(exc)):
                     raise
@@ -295,6 +319,8 @@ class Checker:
                 )
                 return "passed up to Gymnasium's determinism check (see seeding below)", []
         details = [f"warning: {_ANSI.sub('', str(w.message)).splitlines()[0]}" for w in caught]
+        if one_env:
+            details.append("close check skipped: the server holds one environment (form http)")
         return f"passed ({len(caught)} warning(s))", details
 
     def survey(self) -> tuple[str, list[str]]:
@@ -326,6 +352,8 @@ class Checker:
         finally:
             if self.env is not None:
                 self.env.close()
+        if self.env is None and self.results[0].ok:  # healthy, but no env: what form?
+            self._probe_form()
         if schema_ok and self.episodes:
             try:
                 self.survey_report = self.survey()
@@ -355,6 +383,8 @@ class Checker:
         verdict = f"FAIL ({', '.join(failed)})" if failed else "PASS"
         if self.make_call is not None:
             out.write(f"works: {self.make_call}\n" if not failed else f"tried: {self.make_call}\n")
+        if self.form is not None:
+            out.write(f"form: {self.form}\n")
         found = ", ".join(f.name for f in self.findings)
         found = f"; server findings: {found}" if found else ""
         out.write(f"result: {verdict} ({len(self.results)} checks{found})\n")
@@ -380,6 +410,7 @@ class Checker:
                 else {"summary": self.survey_report[0], "details": self.survey_report[1]}
             ),
             "make_call": self.make_call,
+            "form": getattr(env, "form", None) or self._probed_form,
             "inferred": [
                 {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
                 for i in (env.inferred_spaces if env is not None else ())

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.client import ConnectOptions, SyncSession, resolve_token
+from openenv_gym.client import ConnectOptions, open_session, resolve_token
 from openenv_gym.errors import OpenEnvGymError
 from openenv_gym.spaces import OBSERVATION_ENVELOPE_FIELDS
 from openenv_gym.spaces.inference import is_legal_actions_name
@@ -169,7 +169,7 @@ def run_survey(
     result = SurveyResult(budget=budget)
     rng = random.Random(seed)
     started = time.monotonic()
-    session = SyncSession.connect(url, options)
+    session = open_session(url, options)
     try:
         for episode in range(episodes):
             if episode and time.monotonic() - started > budget:
@@ -194,7 +194,7 @@ def run_survey(
                     result.refused.append(str(exc).splitlines()[0][:160])
                     if session.closed:
                         session.close()
-                        session = SyncSession.connect(url, options)
+                        session = open_session(url, options)
                     break
                 result.steps += 1
                 result.survey.add(reply.observation)

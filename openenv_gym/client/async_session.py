@@ -43,7 +43,7 @@ from websockets.exceptions import (
 from websockets.typing import Subprotocol
 
 from openenv_gym.client.blocking import ws_url_or_raise
-from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
+from openenv_gym.client.http import auth_headers, is_loopback_url, resolve_token, upgrade_refusal
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     ConnectionLostError,
@@ -175,15 +175,8 @@ class AsyncSession:
             else:
                 connection = await connect(url, proxy=True, **keywords)
         except InvalidStatus as exc:
-            status = exc.response.status_code
-            if status in (401, 403):
-                raise auth_error(url, status, token) from exc
-            raise NotAnOpenEnvServerError(
-                f"{url} answered HTTP {status} instead of opening a WebSocket: this is not an "
-                f"OpenEnv server, or base_url is wrong. Expected an OpenEnv server whose "
-                f"WebSocket endpoint is {{base_url}}/ws (base_url={base_url!r}).",
-                url=url,
-            ) from exc
+            response = exc.response
+            raise upgrade_refusal(url, response.status_code, response.headers, token) from exc
         except InvalidURI as exc:
             raise ServerConnectionError(
                 f"{base_url!r} is not a valid server URL ({exc}); expected e.g. "

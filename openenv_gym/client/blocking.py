@@ -46,7 +46,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
-from openenv_gym.client.http import auth_error, auth_headers, resolve_token
+from openenv_gym.client.http import auth_headers, resolve_token, upgrade_refusal
 from openenv_gym.client.keepalive import forget, watch
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.client.sockets import open_socket
@@ -460,14 +460,9 @@ def _read_handshake(
 
 def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -> NoReturn:
     if isinstance(exc, InvalidStatus):
-        status = exc.response.status_code
-        if status in (401, 403):
-            raise auth_error(url, status, resolve_token(token)) from exc
-        raise NotAnOpenEnvServerError(
-            f"{url} answered HTTP {status} instead of opening a WebSocket: this is not an "
-            "OpenEnv server, or base_url is wrong. Expected an OpenEnv server whose WebSocket "
-            "endpoint is {base_url}/ws.",
-            url=url,
+        response = exc.response
+        raise upgrade_refusal(
+            url, response.status_code, response.headers, resolve_token(token)
         ) from exc
     if isinstance(exc, InvalidHandshake):
         raise NotAnOpenEnvServerError(

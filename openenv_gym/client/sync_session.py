@@ -23,7 +23,6 @@ from openenv_gym.client.loop import CallerLoop
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     ConnectionLostError,
-    ProtocolError,
     SessionClosedError,
 )
 from openenv_gym.wire.compressed import compression_offer
@@ -33,6 +32,7 @@ from openenv_gym.wire.messages import (
     StateReply,
     close_message,
     encode_message,
+    expect_observation,
 )
 
 _DEFAULT_OPTIONS = ConnectOptions()
@@ -70,6 +70,13 @@ class SyncSession:
     def binary(self) -> bool:
         """Whether observation replies may come as binary frames."""
         return self.encoding.binary_frames
+
+    @property
+    def form(self) -> str:
+        """The form of the protocol agreed: ``"websocket"`` (plain OpenEnv JSON frames), or
+        ``"websocket+<encoding>"`` (e.g. ``"websocket+binary"``)."""
+        name = self.encoding.name
+        return "websocket" if name == "json" else f"websocket+{name}"
 
     @classmethod
     def connect(
@@ -144,13 +151,9 @@ class SyncSession:
             ProtocolError: A ``state`` reply came instead.
         """
         reply = self.request(message)
-        if not isinstance(reply, ObservationReply):
-            raise ProtocolError(
-                f"expected an 'observation' reply to {message.get('type')!r} from {self.url}, "
-                "got a 'state' reply",
-                received=reply,
-            )
-        return reply
+        if isinstance(reply, ObservationReply):  # the common case: no URL built
+            return reply
+        return expect_observation(reply, message, self.url)
 
     def close(self) -> None:
         """Say ``close`` to the server and close the connection. Idempotent, never raises."""

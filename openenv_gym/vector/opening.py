@@ -29,6 +29,7 @@ from openenv_gym.client.exchange import exchange_many
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
+    NoWebSocketEndpointError,
     OpenEnvGymError,
     ProtocolError,
     ServerReplyError,
@@ -164,7 +165,10 @@ class Opener:
             )
 
         if len(slots) <= 1:
-            connections = [open_one(slot) for slot in slots]
+            try:
+                connections = [open_one(slot) for slot in slots]
+            except NoWebSocketEndpointError as exc:
+                raise http_only_error(exc) from exc
         else:
             with concurrent.futures.ThreadPoolExecutor(
                 min(len(slots), PARALLEL_OPENS), thread_name_prefix="openenv-gym-open"
@@ -175,6 +179,8 @@ class Opener:
                 failure = future.exception()
                 if failure is not None:
                     close_all(connections)
+                    if isinstance(failure, NoWebSocketEndpointError):
+                        raise http_only_error(failure) from failure
                     raise failure
         for connection in connections:
             try:
@@ -289,6 +295,19 @@ def worker_connections(sessions: int, workers: int, step_seconds: float | None) 
     if step_seconds is None:
         return limit
     return max(1, min(limit, math.ceil(sessions * step_seconds / SPREAD_SECONDS)))
+
+
+def http_only_error(refused: NoWebSocketEndpointError) -> NoWebSocketEndpointError:
+    """Why a vector env cannot use a server with no ``/ws``, and the call that can."""
+    return NoWebSocketEndpointError(
+        f"{refused.url} has no OpenEnv WebSocket endpoint: the server speaks HTTP only (a "
+        "first-release openenv-core 0.1 server or a plain FastAPI app), one session per "
+        "server, and a vector env needs WebSocket sessions. Start one server per sub-env and "
+        "step them in a Gymnasium vector env of single envs (each speaks HTTP): "
+        "gym.vector.SyncVectorEnv([lambda u=u: gym.make('openenv/Remote-v0', base_url=u) "
+        "for u in urls])",
+        url=refused.url,
+    )
 
 
 def close_all(connections: Sequence[BlockingConnection]) -> None:

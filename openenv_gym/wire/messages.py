@@ -182,6 +182,23 @@ class StateReply:
     state: dict[str, Any]
 
 
+def expect_observation(
+    reply: ObservationReply | StateReply, message: dict[str, Any], url: str
+) -> ObservationReply:
+    """``reply`` to ``message`` (a reset or step), which must be an observation.
+
+    Raises:
+        ProtocolError: A ``state`` reply came instead.
+    """
+    if not isinstance(reply, ObservationReply):
+        raise ProtocolError(
+            f"expected an 'observation' reply to {message.get('type')!r} from {url}, "
+            "got a 'state' reply",
+            received=reply,
+        )
+    return reply
+
+
 def parse_server_message(
     raw: str | bytes, *, url: str | None = None
 ) -> ObservationReply | StateReply:

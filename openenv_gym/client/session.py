@@ -1,0 +1,87 @@
+"""Opening a single env's session in the form the server speaks.
+
+A server with ``/ws`` (``openenv`` 0.2 and later, our servers) gets a WebSocket session
+(:class:`~openenv_gym.client.sync_session.SyncSession`), with the fastest encoding both
+sides agree to. A server that refuses the upgrade with no sign of authentication (HTTP 403
+or 404, no ``WWW-Authenticate``, no token sent: what Starlette answers on an unknown path),
+and whose ``GET /health`` answers 2xx, has no ``/ws``: it gets an HTTP session
+(:class:`~openenv_gym.client.http_session.HttpSession`; the first release, ``openenv-core``
+0.1, and plain FastAPI apps). The fallback is logged at INFO. A session's ``form`` says which
+was agreed: ``"websocket"``, ``"websocket+binary"``, ..., or ``"http"``.
+
+Example:
+    >>> session = open_session("http://127.0.0.1:8000")  # doctest: +SKIP
+    >>> session.form  # doctest: +SKIP
+    'websocket+binary'
+    >>> form_summary("http")
+    'http (one session per server)'
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeAlias
+
+from openenv_gym.client.http import auth_error, health, resolve_token
+from openenv_gym.client.http_session import HttpSession
+from openenv_gym.client.options import ConnectOptions
+from openenv_gym.client.sync_session import SyncSession
+from openenv_gym.errors import (
+    BinaryEncodingRefusedError,
+    NotAnOpenEnvServerError,
+    NoWebSocketEndpointError,
+)
+
+logger = logging.getLogger(__name__)
+
+#: A single env's session, in either form.
+Session: TypeAlias = SyncSession | HttpSession
+
+
+def open_session(base_url: str, options: ConnectOptions | None = None) -> Session:
+    """A session to ``base_url``: WebSocket where ``/ws`` exists, else HTTP (see the module
+    docstring).
+
+    Raises:
+        AuthenticationError: The server refused the token (or asks for one).
+        NotAnOpenEnvServerError: No ``/ws``, and ``GET /health`` does not answer 2xx.
+        BinaryEncodingRefusedError: ``encoding="binary"`` was required of a server that
+            speaks HTTP only.
+        ServerConnectionError: The server cannot be reached.
+    """
+    options = options or ConnectOptions()
+    try:
+        return SyncSession.connect(base_url, options)
+    except NoWebSocketEndpointError as refused:
+        token = resolve_token(options.token)
+        status, body = health(base_url, timeout=options.connect_timeout, token=token)
+        if status in (401, 403):
+            raise auth_error(refused.url, status, token) from refused
+        if not 200 <= status < 300:
+            raise NotAnOpenEnvServerError(
+                f"{refused.url} refused the WebSocket upgrade (no OpenEnv WebSocket endpoint) "
+                f"and GET /health answered HTTP {status} ({body[:100]!r}): expected an OpenEnv "
+                f"server, which answers 2xx there. Is base_url={base_url!r} right?",
+                url=refused.url,
+            ) from refused
+        if options.encoding_choice.required is not None:
+            raise BinaryEncodingRefusedError(
+                f"encoding={options.encoding!r} needs a WebSocket session, but {base_url} has "
+                "no OpenEnv WebSocket endpoint (it speaks HTTP only); pass encoding='auto'",
+                url=refused.url,
+            ) from refused
+        logger.info(
+            "%s has no OpenEnv WebSocket endpoint (the upgrade at /ws got HTTP 403/404 "
+            "with no sign of authentication); speaking HTTP: POST /reset, POST /step, "
+            "GET /state, one session per server",
+            base_url,
+        )
+        return HttpSession(base_url, options)
+
+
+def form_summary(form: str) -> str:
+    """A session's ``form`` in words, with what it implies for capacity."""
+    return f"{form} (one session per server)" if form == HttpSession.form else form
+
+
+__all__ = ["Session", "form_summary", "open_session"]
