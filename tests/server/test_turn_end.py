@@ -190,3 +190,29 @@ def test_a_saved_wake_up_brings_back_measuring_every_turn_and_then_spinning() ->
     # back above 0 (one measured in 8 throughout would take ~2,300).
     assert 0 < turns < 1000, turns
     assert policy.last_saved
+
+
+def test_a_preempted_server_sleeps_instead_of_spinning_and_measures_the_gap() -> None:
+    events: list[str] = []
+    left, right = socket.socketpair()
+    poller = _RecordingPoller(events, budget=5e-3)
+    poller.register(left.fileno())
+    turn_end = TurnEnd(poller)
+    rule = turn_end.rule
+    assert rule is not None
+    # The cores are oversubscribed: a spin had the CPU for 1% of its wall time.
+    rule.note_spin(wall=4e-3, cpu=40e-6, now=time.perf_counter())
+
+    async def one_turn() -> None:
+        turn_end.replied()
+        await asyncio.sleep(0)  # the turn ends: no spin, the wait sleeps in the loop
+        turn_end.heard()  # the next request: the gap is measured all the same
+
+    try:
+        asyncio.run(one_turn())
+    finally:
+        left.close()
+        right.close()
+    assert events == []
+    assert turn_end.turns == 1
+    assert rule.gaps == 1
