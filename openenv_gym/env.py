@@ -152,9 +152,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
-        compression: ``"auto"`` (observation frames come compressed, where they shrink,
-            when the server is not on a loopback address and no shared memory is agreed),
-            ``"zstd"`` (always offered) or ``"off"`` (:mod:`openenv_gym.wire.compressed`).
+        compression: ``"auto"`` (a single env's observation frames come compressed, where
+            they shrink, when the server is not on a loopback address; a vector env's batch
+            connections measure whether packing pays), ``"zstd"`` (always offered) or
+            ``"off"`` (:mod:`openenv_gym.wire.compressed`).
             Only our servers agree to it; official servers are unaffected.
         open_session: ``False`` builds the spaces (and starts the server) without keeping a
             session open; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with

@@ -92,7 +92,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_code_block_runs[README.md:55]",  # 45 s
         "test_code_block_runs[docs/servers.md:137]",  # 32 s
         "test_code_block_runs[docs/servers.md:74]",  # 18 s
-        "test_code_block_runs[docs/spaces.md:237]",  # 14 s
+        "test_code_block_runs[docs/spaces.md:252]",  # 14 s
         "test_code_block_runs[docs/vector.md:23]",  # 9 s
         "test_code_block_runs[docs/vector.md:41]",  # 8 s
         "test_code_block_runs[docs/wrappers.md:55]",  # 7 s

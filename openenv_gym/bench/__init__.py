@@ -59,29 +59,57 @@ def run_from_args(args: argparse.Namespace) -> int:
         token = resolve_token(args.token)  # --token, else $OPENENV_TOKEN (every client sends it)
         sizes = args.n or list(DEFAULT_SIZES)
         info = url.probe(args.url, token, args.gym_id, max(sizes))
-        run_and_report(
+        report = run_and_report(
             url.plan(info, sizes, token, args.contenders),
             seconds=settings.seconds,
             warmup=settings.warmup,
             out_dir=out_dir,
             what=(
                 f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
-                f"--seconds {settings.seconds:g}` ({info.name or 'no name in /metadata'})"
+                f"--seconds {settings.seconds:g}"
+                + (f" --contention {settings.contention}" if settings.contention else "")
+                + f"` ({info.name or 'no name in /metadata'})"
             ),
             targets=lambda results: "",
+            contention=settings.contention,
         )
-        return 0
-    run_and_report(
+        return exit_code(report.measured)
+    report = run_and_report(
         suite.plan(settings),
         seconds=settings.seconds,
         warmup=settings.warmup,
         out_dir=out_dir,
         what=suite.describe(settings),
         targets=lambda results: targets.format_targets(
-            results, pool_contenders.pool_targets(settings.link.name)
+            results,
+            [
+                *targets.situation_targets(settings.link, settings.contention),
+                *pool_contenders.pool_targets(settings.link.name),
+            ],
         ),
+        contention=settings.contention,
     )
-    return 0
+    return exit_code(report.measured)
+
+
+def exit_code(measured: int) -> int:
+    """0 when at least one cell was measured; else 1, saying so on stderr (every cell was
+    skipped or failed: the table holds only reasons).
+
+    Example:
+        >>> exit_code(3)
+        0
+    """
+    if measured:
+        return 0
+    import sys
+
+    print(
+        "bench: no cell was measured (every one was skipped or failed; the reasons are in "
+        "the table above)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m openenv_gym.bench") -> int:
@@ -94,4 +122,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m openenv_gy
     return run_from_args(args)
 
 
-__all__ = ["add_arguments", "build_parser", "main", "run_from_args"]
+__all__ = ["add_arguments", "build_parser", "exit_code", "main", "run_from_args"]

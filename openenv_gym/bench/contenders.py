@@ -69,6 +69,7 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
     Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
     Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
     Contender("ours-zstd", "ours vector (binary, zstd forced)", remote.open_ours_zstd),
+    Contender("ours-raw", "ours vector (binary, compression off)", remote.open_ours_raw),
     Contender("ours-pool", "ours pool (batch_size=N)", pool_contenders.open_ours_pool),
     Contender(
         "learner-vector",

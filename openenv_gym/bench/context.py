@@ -153,6 +153,8 @@ class Settings:
         server_bounds: Give each remote row its physical bounds (``N/RTT`` and
             ``N/(RTT + server time)``, :mod:`openenv_gym.bench.bounds`); on for every
             ``--link`` but ``loopback``.
+        contention: CPU-bound processes run beside every contender
+            (:mod:`openenv_gym.bench.contention`).
     """
 
     envs: Sequence[str]
@@ -166,6 +168,7 @@ class Settings:
     seed: int = 0
     link: LinkProfile = PROFILES["loopback"]
     server_bounds: bool = False
+    contention: int = 0
 
 
 @dataclass

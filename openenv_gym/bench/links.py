@@ -10,6 +10,9 @@ another host" instead:
   (docker-proxy, the container's own ``/dev/shm``) is the link;
 * ``lan``: 1 Gbit/s, 0.5 ms round trip;
 * ``wan``: 100 Mbit/s, 20 ms round trip;
+* ``tunnel``: the ``wan`` link reached the way ``ssh -L`` or ``kubectl port-forward`` reach a
+  server: the client connects to 127.0.0.1 (the proxy's near end), so nothing about the
+  address tells it that a slow link lies behind;
 * custom values: ``rtt_ms=20,mbit=100`` (or ``delay_ms=10,mbit=100``: ``delay_ms`` is the
   one-way delay, added in each direction, as Linux ``netem``'s ``delay`` is).
 
@@ -59,6 +62,9 @@ class LinkProfile:
         emulated: ``True`` when a :class:`~openenv_gym.bench.link_proxy.LinkProxy` stands
             between client and servers, and the servers get a private ``/dev/shm``.
         server_source: ``"local"`` (child processes) or ``"docker"`` (``openenv/Docker-v0``).
+        tunnel: The link stands for a tunnel (``ssh -L``, ``kubectl port-forward``): its near
+            end is on 127.0.0.1, as the proxy of every emulated profile is; said in the
+            report, and the tunnel's targets apply.
     """
 
     name: str
@@ -66,6 +72,7 @@ class LinkProfile:
     mbit: float | None = None
     emulated: bool = True
     server_source: ServerSource = "local"
+    tunnel: bool = False
 
     @property
     def proxied(self) -> bool:
@@ -117,6 +124,12 @@ class LinkProfile:
         if not self.proxied:
             return f"{self.name}: servers on this host with a private /dev/shm (no shared memory)"
         rate = "unlimited" if self.mbit is None else f"{self.mbit:g} Mbit/s per direction"
+        if self.tunnel:
+            return (
+                f"{self.name}: {rate}, {self.rtt_ms:g} ms round trip behind a tunnel whose near "
+                "end is 127.0.0.1 (as ssh -L or kubectl port-forward: the client sees a loopback "
+                "peer); servers with a private /dev/shm, as on another host"
+            )
         return (
             f"{self.name}: {rate}, {self.rtt_ms:g} ms round trip (a userspace proxy on "
             "127.0.0.1); servers with a private /dev/shm, as on another host"
@@ -129,6 +142,7 @@ PROFILES: Final[dict[str, LinkProfile]] = {
     "docker": LinkProfile("docker", emulated=False, server_source="docker"),
     "lan": LinkProfile("lan", rtt_ms=0.5, mbit=1000.0),
     "wan": LinkProfile("wan", rtt_ms=20.0, mbit=100.0),
+    "tunnel": LinkProfile("tunnel", rtt_ms=20.0, mbit=100.0, tunnel=True),
 }
 
 _CUSTOM_KEYS: Final = ("rtt_ms", "delay_ms", "mbit")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from openenv_gym.argument_types import microseconds, positive_int, positive_seconds
+from openenv_gym.argument_types import int_argument, microseconds, positive_int, positive_seconds
 from openenv_gym.bench.links import link_argument
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
@@ -36,6 +36,7 @@ CONTENDER_KEYS: Final = (
     "ours-json",
     "ours-binary",
     "ours-zstd",
+    "ours-raw",
     "ours-pool",
     "learner-vector",
     "learner-pool",
@@ -43,6 +44,10 @@ CONTENDER_KEYS: Final = (
     "variable-pool",
 )
 DEFAULT_SIZES: Final = (1, 2, 4, 8, 16)
+#: ``--contention K``: how many CPU-bound processes may run beside the contenders.
+contention_count = int_argument(
+    "a number of processes", minimum=0, maximum=256, bound="a number of processes in 0..256"
+)
 QUICK_SIZES: Final = (1, 8)
 DEFAULT_SECONDS: Final = 3.0
 QUICK_SECONDS: Final = 1.0
@@ -184,10 +189,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where our servers stand: loopback (this host, every same-host shortcut), "
         "docker (containers of our images, `openenv-gym build`, through the provider of "
         "openenv/Docker-v0), lan (1 Gbit/s, 0.5 ms round trip), wan "
-        "(100 Mbit/s, 20 ms) or custom values rtt_ms=..,mbit=.. (delay_ms=.. for the one-way "
-        "delay); lan, wan and custom start the servers with a private /dev/shm, as on another "
-        "host, behind a proxy on 127.0.0.1 with that delay and bandwidth "
-        "(default: loopback)",
+        "(100 Mbit/s, 20 ms), tunnel (the wan link reached as ssh -L or kubectl "
+        "port-forward reach a server: the client connects to 127.0.0.1) or custom values "
+        "rtt_ms=..,mbit=.. (delay_ms=.. for the one-way delay); lan, wan, tunnel and custom "
+        "start the servers with a private /dev/shm, as on another host, behind a proxy on "
+        "127.0.0.1 with that delay and bandwidth. The private /dev/shm needs root or "
+        "CAP_SYS_ADMIN (the server runs under `unshare -m`); without them the cells on our "
+        "servers are skipped with that reason, the local anchors (raw, sync, async, envpool) "
+        "still run, and the bench exits 1 if no cell ran (default: loopback)",
+    )
+    parser.add_argument(
+        "--contention",
+        type=contention_count,
+        default=0,
+        metavar="K",
+        help="run every contender beside K CPU-bound pure-Python processes (a learner's "
+        "threads, a second experiment, data loading), started and stopped by the bench; "
+        "each one also stops when the bench is gone (default: 0, none)",
     )
     parser.add_argument(
         "--out",

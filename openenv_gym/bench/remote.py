@@ -5,7 +5,7 @@
 * ``official-sync``: one official client through its synchronous ``.sync()`` wrapper;
 * ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``;
 * ``ours-json`` / ``ours-binary``: our ``OpenEnvVectorEnv`` over pooled sessions; ``ours-zstd``:
-  binary with compression forced on.
+  binary with compression forced on; ``ours-raw``: binary with compression off.
 
 The drivers take the action to send from a row of the action stream; the suite's rows are
 Discrete indices, :mod:`openenv_gym.bench.url` passes pre-encoded wire actions.
@@ -199,10 +199,18 @@ def open_ours_binary(context: Context, n: int) -> Driver:
 
 
 def open_ours_zstd(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv``, binary frames, compression forced on (``compression="zstd"``:
-    what ``"auto"`` does to a server on another host; the link proxy listens on loopback,
-    where ``"auto"`` does not compress)."""
+    """Our ``OpenEnvVectorEnv``, binary frames, compression forced on (``compression="zstd"``;
+    ``ours-binary`` runs the default ``"auto"``, which measures raw and packed frames)."""
+    return _ours_compressed(context, n, "zstd")
+
+
+def open_ours_raw(context: Context, n: int) -> Driver:
+    """Our ``OpenEnvVectorEnv``, binary frames, compression off (``compression="off"``)."""
+    return _ours_compressed(context, n, "off")
+
+
+def _ours_compressed(context: Context, n: int, compression: str) -> Driver:
     spec = context.spec
     urls = context.require_servers()
-    kwargs = {**spec.openenv_kwargs, "compression": "zstd"}
+    kwargs = {**spec.openenv_kwargs, "compression": compression}
     return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **kwargs))

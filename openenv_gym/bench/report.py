@@ -174,7 +174,7 @@ def write_markdown(
     facts = "\n".join(f"- **{key}:** {value}" for key, value in header.items())
     parts = [facts + "\n", table + "\n"]
     if targets:
-        parts.append(f"Targets of the throughput issue (ratios within this run):\n\n{targets}\n")
+        parts.append(f"Targets measured in this run (ratios within this run):\n\n{targets}\n")
     if notes:
         parts.append("\n".join(f"- {note}" for note in notes) + "\n")
     if png_name:

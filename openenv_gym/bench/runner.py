@@ -222,13 +222,30 @@ def versions() -> str:
     return ", ".join(found)
 
 
+def plot_title(header: dict[str, str]) -> str:
+    """The PNG's title: what ran, when, where, the load average and the contention (the
+    facts of the .md header that a figure shown alone must carry).
+
+    Example:
+        >>> plot_title({"Run": "a run", "Load average": "0.3 at the start", "Versions": "x"})
+        'a run · load average 0.3 at the start'
+    """
+    keys = ("Run", "Date", "Machine", "Load average", "Contention")
+    return " · ".join(
+        f"load average {header[key]}" if key == "Load average" else header[key]
+        for key in keys
+        if key in header
+    )
+
+
 @dataclass
 class Report:
-    """Where a run's report went."""
+    """Where a run's report went, and how many cells were measured (not skipped, no error)."""
 
     csv: Path
     markdown: Path
     png: Path | None
+    measured: int = 0
 
 
 def write_report(
@@ -249,7 +266,7 @@ def write_report(
     print("\n" + "\n".join(f"{key}: {value}" for key, value in header.items()) + "\n")
     print(table)
     if targets:
-        print("\nTargets of the throughput issue (ratios within this run):\n")
+        print("\nTargets measured in this run (ratios within this run):\n")
         print(targets)
     for note in notes:
         print(f"note: {note}")
@@ -258,11 +275,7 @@ def write_report(
     try:
         from openenv_gym.bench.plot import write_plot
 
-        png = write_plot(
-            results,
-            out_dir / "bench.png",
-            title=" · ".join(header[key] for key in ("Run", "Date", "Machine") if key in header),
-        )
+        png = write_plot(results, out_dir / "bench.png", title=plot_title(header))
     except ImportError as exc:
         png = None
         print(
@@ -280,7 +293,7 @@ def write_report(
     if png is not None:
         print(f"PNG: {png}")
     sys.stdout.flush()
-    return Report(csv_path, markdown, png)
+    return Report(csv_path, markdown, png, sum(1 for result in results if result.ok))
 
 
 def run_and_report(
@@ -293,14 +306,21 @@ def run_and_report(
     targets: Callable[[Sequence[CellResult]], str],
     notes: Sequence[str] = (),
     log: Log = stderr_line,
+    contention: int = 0,
 ) -> Report:
-    """Run ``groups`` and write the report; ``what`` says what ran (for the header)."""
+    """Run ``groups`` and write the report; ``what`` says what ran (for the header);
+    ``contention``: CPU-bound processes beside every cell (:mod:`.contention`)."""
+    from openenv_gym.bench.contention import CpuContention
+
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     host, load_at_start = machine(), load_average()
     log(f"benchmarks: {what}; {host}, load average {load_at_start:.1f}")
     started = time.monotonic()
-    with warnings.catch_warnings():
+    busy = CpuContention(contention)
+    with warnings.catch_warnings(), busy:
         warnings.simplefilter("ignore", UserWarning)
+        if contention:
+            log(f"contention: {busy.describe()} (pids {', '.join(map(str, busy.pids))})")
         results = run_groups(groups, seconds, warmup, log)
     header = {
         "Date": date,
@@ -309,6 +329,7 @@ def run_and_report(
             f"{load_at_start:.1f} at the start, {load_average():.1f} at the end (above the "
             f"number of cores, other work shares the CPU: compare ratios, not absolute rates)"
         ),
+        "Contention": busy.describe(),
         "Versions": versions(),
         "Run": f"{what}; it took {_clock(time.monotonic() - started)}",
         "Latency": "one step() call (N env steps at N > 1)",

@@ -45,6 +45,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         contenders=args.contenders,
         link=args.link or PROFILES["loopback"],
         server_bounds=args.link is not None and args.link.name != "loopback",
+        contention=int(getattr(args, "contention", 0)),
     )
 
 
@@ -127,6 +128,8 @@ def describe(settings: Settings) -> str:
         words.append(f"--busy-poll-us {settings.busy_poll_us}")
     if settings.link.name != "loopback":
         words.append(f"--link {settings.link.name}")
+    if settings.contention:
+        words.append(f"--contention {settings.contention}")
     if settings.contenders:
         words.append(f"--contenders {','.join(settings.contenders)}")
     return "`" + " ".join(words) + "`"

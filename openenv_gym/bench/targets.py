@@ -1,4 +1,8 @@
-"""The throughput issue's targets, judged from one run's cells (ratios, never absolute times).
+"""The targets of one run's situation, judged from its cells (ratios, never absolute times).
+
+The idle targets of the throughput issue on loopback, those beside CPU-bound processes
+(``--contention``), through a tunnel, and on one host without shared memory (issue 33);
+only those the run measured are printed.
 
 Example:
     >>> from openenv_gym.bench.measure import CellResult
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from openenv_gym.bench.links import LinkProfile
 from openenv_gym.bench.measure import CellResult
 
 #: Kinds of target.
@@ -180,12 +185,88 @@ TARGETS: Final = (
 )
 
 
-def format_targets(cells: Sequence[CellResult], extra: Sequence[Target] = ()) -> str:
-    """The targets as a Markdown table: target, verdict, the numbers compared, the ratio;
-    then those of ``extra`` (another issue's) that the run measured."""
+#: Targets beside CPU-bound processes (issue 33: ``--contention K``).
+CONTENTION_TARGETS: Final = (
+    Target(
+        "beside CPU-bound processes: single-env CartPole >= 1.3x official client .sync()",
+        "CartPole",
+        ("ours-env",),
+        1,
+        "official-sync",
+        1,
+        1.3,
+    ),
+    Target(
+        "beside CPU-bound processes: vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)",
+        "CartPole",
+        _OURS_VECTOR,
+        8,
+        "async",
+        8,
+        1.5,
+    ),
+)
+#: Targets of compression chosen by measurement (issue 33): through a tunnel, and on one
+#: host without shared memory (``--link rtt_ms=0``), the default against each forced choice.
+TUNNEL_TARGETS: Final = (
+    Target(
+        "tunnel Pong N=16: defaults >= 0.9x compression='zstd'",
+        "Pong",
+        ("ours-binary",),
+        16,
+        "ours-zstd",
+        16,
+        0.9,
+    ),
+)
+NO_SHARED_MEMORY_TARGETS: Final = tuple(
+    Target(
+        f"same host without shared memory, Pong N=16: defaults >= 0.95x compression={name!r}",
+        "Pong",
+        ("ours-binary",),
+        16,
+        key,
+        16,
+        0.95,
+    )
+    for name, key in (("off", "ours-raw"), ("zstd", "ours-zstd"))
+)
+
+
+def situation_targets(link: LinkProfile, contention: int) -> list[Target]:
+    """The targets of the situation a run measures: the idle ones (:data:`TARGETS`) on
+    loopback without contention, those beside CPU-bound processes with ``contention``, the
+    tunnel's, and those of one host without shared memory (a link of 0 ms, no cap).
+
+    Example:
+        >>> from openenv_gym.bench.links import PROFILES, parse_link
+        >>> len(situation_targets(PROFILES["loopback"], 0)) == len(TARGETS)
+        True
+        >>> [t.reference for t in situation_targets(PROFILES["tunnel"], 0)]
+        ['ours-zstd']
+        >>> [t.reference for t in situation_targets(parse_link("rtt_ms=0"), 4)]
+        ['official-sync', 'async', 'ours-raw', 'ours-zstd']
+    """
+    chosen: list[Target] = []
+    if link.name == "loopback" and not contention:
+        chosen += TARGETS
+    if contention:
+        chosen += CONTENTION_TARGETS
+    if link.tunnel:
+        chosen += TUNNEL_TARGETS
+    if link.emulated and not link.proxied:
+        chosen += NO_SHARED_MEMORY_TARGETS
+    return chosen
+
+
+def format_targets(cells: Sequence[CellResult], targets: Sequence[Target] = TARGETS) -> str:
+    """The ``targets`` this run measured as a Markdown table: target, verdict, the numbers
+    compared, the ratio (``""`` when it measured none of them: a table of "not measured"
+    rows tells a reader nothing)."""
     lines = ["| target | verdict | measured | ratio |", "|---|---|---|---:|"]
-    verdicts = [target.assess(cells) for target in TARGETS]
-    verdicts += [v for v in (t.assess(cells) for t in extra) if v.status != NOT_MEASURED]
+    verdicts = [v for v in (t.assess(cells) for t in targets) if v.status != NOT_MEASURED]
+    if not verdicts:
+        return ""
     for verdict in verdicts:
         ratio = "-" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
         status = f"**{verdict.status}**" if verdict.status == MET else verdict.status

@@ -10,10 +10,11 @@ same message on a plain connection (:meth:`SessionManager.answer`). Autoreset in
 Gymnasium's SAME_STEP mode happens here, in the same round trip.
 
 A client may ask for compressed result frames in ``batch_open``; they are agreed unless the
-connection agreed to shared memory, and then each result frame is packed while it pays
-(:mod:`openenv_gym.wire.compressed`). A packed client frame is read under the same message
-limit as a raw one; a corrupt one, or one that would unpack past the limit, gets an
-``INVALID_JSON`` error reply and the connection lives on.
+connection agreed to shared memory, and then each result frame is packed while it pays,
+unless its ``batch_step`` says ``"compress": false`` (the client measured raw frames to be
+cheaper: :mod:`openenv_gym.wire.compression_policy`). Compression goes one way: a packed
+client frame is never decompressed, agreed or not; it gets an ``INVALID_JSON`` error reply
+at once and the connection lives on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import logging
 import time
 from typing import Any, Final
 
-from openenv_gym.errors import CompressedFrameError
 from openenv_gym.server.connection import ServerConnection
 from openenv_gym.server.session import EnvSession, SessionManager
 from openenv_gym.wire.batch import (
@@ -41,7 +41,7 @@ from openenv_gym.wire.compressed import (
     FrameCompressor,
     compression_accepted,
     is_compressed_frame,
-    unpack_frame,
+    refuse_unagreed,
 )
 from openenv_gym.wire.messages import (
     ClientMessageError,
@@ -60,15 +60,12 @@ _OBSERVATION: Final = MessageType.OBSERVATION.value
 _CLOSE: Final = MessageType.CLOSE.value
 
 
-def _parse(
-    manager: SessionManager, raw: bytes, compressed: bool = False
-) -> tuple[str, dict[str, Any]]:
+def _parse(manager: SessionManager, raw: bytes) -> tuple[str, dict[str, Any]]:
     manager.check_size(raw)
-    if compressed and is_compressed_frame(raw):
-        try:
-            raw = unpack_frame(raw, limit=manager.max_message_size)
-        except CompressedFrameError as exc:
-            raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid message: {exc}") from exc
+    if is_compressed_frame(raw):
+        # Compression goes server -> client only: never spend a byte of work on a packed
+        # client frame (a few KiB could ask for gigabytes of decompression per second).
+        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid message: {refuse_unagreed(raw)}")
     message = parse_batch_message(raw)
     return message.type, message.data
 
@@ -97,7 +94,7 @@ class BatchHandler:
             session.last_activity = now
         manager = self.manager
         try:
-            kind, data = _parse(manager, message, self.compressor is not None)
+            kind, data = _parse(manager, message)
             if kind == _CLOSE:
                 self.connection.close()
                 return
@@ -106,7 +103,7 @@ class BatchHandler:
                 frame, text = _step(
                     manager, sessions, ops, same_step_reset, self.truncated_key, self.shared
                 )
-                if not text and self.compressor is not None:
+                if not text and self.compressor is not None and data.get("compress") is not False:
                     frame = self.compressor.pack(frame)
             elif kind == BATCH_STATE:
                 states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -35,6 +36,7 @@ from openenv_gym.wire.batch import (
     parse_batch_result,
     parse_batch_states,
 )
+from openenv_gym.wire.compression_policy import CompressionPolicy
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
@@ -152,6 +154,10 @@ class BatchChannel(Channel):
         borrow: Read those arrays as views, valid until the next request on the connection
             (the caller copies every row out before then), instead of copies; the arrays of
             frames that come over the socket are then read-only views of the frame.
+        compressed: The server agreed to compressed result frames (none are read without).
+        measured: With ``compressed``, ask per step for packed or raw results as a
+            :class:`~openenv_gym.wire.compression_policy.CompressionPolicy` measures
+            (``compression="auto"``); without, the server packs what pays.
     """
 
     batch = True
@@ -163,11 +169,18 @@ class BatchChannel(Channel):
         *,
         shared_memory: bool = False,
         borrow: bool = False,
+        compressed: bool = False,
+        measured: bool = False,
     ) -> None:
         self.session = session
         self.indices = indices
         self._shared = SharedArrayReader(borrow=borrow) if shared_memory else None
         self._copy = not borrow
+        self._compressed = compressed
+        #: Decides per step whether results come packed (``None``: not measured).
+        self.policy = CompressionPolicy() if compressed and measured else None
+        self._asked: bool | None = None
+        self._sent = 0.0
 
     @property
     def shared_memory(self) -> bool:
@@ -181,18 +194,30 @@ class BatchChannel(Channel):
         same_step_reset: Mapping[str, Any] | None = None,
         last: Sequence[bool] | None = None,
     ) -> bytes | None:
-        return batch_step_frame(self.indices, ops, same_step_reset=same_step_reset, last=last)
+        policy = self.policy
+        asked = self._asked = policy.choice() if policy is not None else None
+        frame = batch_step_frame(
+            self.indices, ops, same_step_reset=same_step_reset, last=last, compress=asked
+        )
+        self._sent = time.perf_counter()
+        return frame
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         with naming_sub_envs(self.indices, url):
-            return parse_batch_result(
+            result = parse_batch_result(
                 raw,
                 url=url,
                 shared=self._shared,
                 limit=self.session.max_message_size,
                 sessions=len(self.indices),
                 copy=self._copy,
+                compressed=self._compressed,
             )
+        asked = self._asked
+        if asked is not None and self.policy is not None:
+            self.policy.record(asked, time.perf_counter() - self._sent)
+            self._asked = None
+        return result
 
     def state_frame(self) -> str:
         return BATCH_STATE_FRAME

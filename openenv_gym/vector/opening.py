@@ -7,9 +7,10 @@ of its own (:func:`worker_connections`), the sub-envs spread evenly over them, e
 connection's sessions opened with one ``batch_open``. A server that does not agree to the
 subprotocol (an official ``openenv`` server) gets one plain session per sub-env instead,
 each probed with a ``state`` request: a session the server refused answers
-``CAPACITY_REACHED``. Each ``batch_open`` offers shared memory (a probe file) and, by the
-rule of :func:`~openenv_gym.wire.compressed.compression_offer` for that connection's peer,
-compressed result frames.
+``CAPACITY_REACHED``. Each ``batch_open`` offers shared memory (a probe file) and, unless
+``compression="off"``, compressed result frames (which the server grants only without
+shared memory; ``"auto"`` then measures per connection whether packing pays:
+:mod:`openenv_gym.wire.compression_policy`).
 
 Connections open in a small thread pool (each is a TCP connect and a handshake: a remote
 server's round trips overlap); everything else is blocking calls in the caller's thread.
@@ -31,6 +32,7 @@ from openenv_gym.errors import (
     CapacityReachedError,
     NoWebSocketEndpointError,
     OpenEnvGymError,
+    PicklableError,
     ProtocolError,
     ServerReplyError,
 )
@@ -41,8 +43,8 @@ from openenv_gym.vector.channels import (
     Channel,
     PlainChannel,
 )
-from openenv_gym.wire.batch import batch_open_message, check_batch_opened
-from openenv_gym.wire.compressed import ZSTD, compression_offer
+from openenv_gym.wire.batch import batch_agreements, batch_open_message
+from openenv_gym.wire.compressed import ZSTD, batch_compression_offer
 from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import encode_message
 from openenv_gym.wire.shared_memory import ProbeFile
@@ -51,7 +53,7 @@ from openenv_gym.wire.shared_memory import ProbeFile
 PARALLEL_OPENS: Final = 8
 
 
-class SessionsRefusedError(Exception):
+class SessionsRefusedError(PicklableError):
     """Sessions a server refused with ``CAPACITY_REACHED`` while opening (internal)."""
 
     def __init__(self, refused: int) -> None:
@@ -237,10 +239,10 @@ class Opener:
                     len(chunk),
                     self.truncated_key,
                     offer,
-                    compression_offer(compression, connection.peer_on_loopback),
+                    batch_compression_offer(compression),
                 )
             )
-            for chunk, connection in zip(chunks, connections, strict=True)
+            for chunk in chunks
         ]
         try:
             replies = exchange_many(connections, frames, self.reply_timeout)
@@ -249,13 +251,13 @@ class Opener:
                 probe.close()
         refused = 0
         failure: BaseException | None = None
-        shared: list[bool] = []
+        agreed: list[tuple[bool, bool]] = []  # (shared memory, compression) per connection
         for chunk, raw in zip(chunks, replies, strict=True):
             if isinstance(raw, BaseException):
                 failure = failure or raw
                 continue
             try:
-                shared.append(check_batch_opened(raw, len(chunk)))
+                agreed.append(batch_agreements(raw, len(chunk)))
             except CapacityReachedError:
                 refused += len(chunk)
             except OpenEnvGymError as exc:
@@ -264,8 +266,15 @@ class Opener:
             close_all(connections)
             raise failure if failure is not None else SessionsRefusedError(refused)
         return [
-            BatchChannel(c, chunk, shared_memory=agreed, borrow=self.borrow_shared)
-            for c, chunk, agreed in zip(connections, chunks, shared, strict=True)
+            BatchChannel(
+                c,
+                chunk,
+                shared_memory=shared,
+                borrow=self.borrow_shared,
+                compressed=packed,
+                measured=compression != ZSTD,
+            )
+            for c, chunk, (shared, packed) in zip(connections, chunks, agreed, strict=True)
         ]
 
 

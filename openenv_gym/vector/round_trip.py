@@ -33,13 +33,15 @@ def batch_step_frame(
     *,
     same_step_reset: Mapping[str, Any] | None = None,
     last: Sequence[bool] | None = None,
+    compress: bool | None = None,
 ) -> bytes | None:
     """The ``batch_step`` frame of the sub-envs ``indices`` of one batch connection
     (``ops[i]`` for sub-env i, ``None``: leave it alone), or ``None`` when none has an op.
 
     ``same_step_reset`` asks the server to reset an episode that ends in the same round trip
     (``last[i]``: the step is the last of sub-env ``i``'s episode by a client-side time
-    limit).
+    limit); ``compress`` whether its result comes packed (a connection that agreed to
+    compression).
 
     Example:
         >>> batch_step_frame([0, 1], [("step", {"x": 1}), None], last=[True, False])
@@ -61,13 +63,14 @@ def batch_step_frame(
         entries.append(entry)
     if not busy:
         return None
-    return encode_json(batch_step_message(entries, same_step_reset))
+    return encode_json(batch_step_message(entries, same_step_reset, compress))
 
 
 @contextlib.contextmanager
 def naming_sub_envs(indices: Sequence[int], url: str) -> Iterator[None]:
-    """Add a note naming the sub-env(s) to a reply error raised inside (the sub-env whose op
-    failed, for a ``ServerReplyError`` that names its position in a batch)."""
+    """Name the sub-env(s) in a reply error raised inside: a note on a ``ServerReplyError``
+    (the sub-env whose op failed, by its position in a batch), the message of a
+    ``ProtocolError`` (a bad frame: every sub-env of the connection, and its URL)."""
     try:
         yield
     except ServerReplyError as exc:
@@ -76,7 +79,9 @@ def naming_sub_envs(indices: Sequence[int], url: str) -> Iterator[None]:
         exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
         raise
     except ProtocolError as exc:
-        exc.add_note(f"(from sub-envs {list(indices)} of the vector env, at {url})")
+        # In the message itself, as a lost session's error says it (a note is easy to miss).
+        where = f"(from sub-envs {list(indices)} of the vector env, at {url})"
+        exc.args = (f"{exc.args[0] if exc.args else exc} {where}", *exc.args[1:])
         raise
 
 

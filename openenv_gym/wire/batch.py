@@ -62,6 +62,7 @@ import pydantic_core
 
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import encode_frame, load_frame
+from openenv_gym.wire.compressed import ZSTD
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
     ClientMessage,
@@ -96,6 +97,7 @@ __all__ = [
     "BATCH_SUBPROTOCOL",
     "BATCH_TYPES",
     "BatchResult",
+    "batch_agreements",
     "batch_open_message",
     "batch_state_message",
     "batch_step_message",
@@ -130,12 +132,20 @@ def batch_open_message(
 
 
 def batch_step_message(
-    ops: Sequence[Mapping[str, Any] | None], same_step_reset: Mapping[str, Any] | None = None
+    ops: Sequence[Mapping[str, Any] | None],
+    same_step_reset: Mapping[str, Any] | None = None,
+    compress: bool | None = None,
 ) -> dict[str, Any]:
-    """One op per session (``{"step": action}``, ``{"reset": keys}`` or ``None``)."""
+    """One op per session (``{"step": action}``, ``{"reset": keys}`` or ``None``).
+
+    ``compress``: on a connection that agreed to compression, whether the server packs this
+    step's result frame (:class:`~openenv_gym.wire.compression_policy.CompressionPolicy`
+    decides); ``None`` leaves it to the server (it packs what pays)."""
     data: dict[str, Any] = {"ops": list(ops)}
     if same_step_reset is not None:
         data["same_step_reset"] = dict(same_step_reset)
+    if compress is not None:
+        data["compress"] = compress
     return {"type": BATCH_STEP, "data": data}
 
 
@@ -207,20 +217,23 @@ def parse_batch_result(
     limit: int = CLIENT_INBOUND_LIMIT,
     sessions: int | None = None,
     copy: bool = True,
+    compressed: bool = False,
 ) -> BatchResult:
     """Parse the reply to a ``batch_step`` (arrays in shared memory read through ``shared``;
-    a compressed frame unpacked to at most ``limit`` bytes, the connection's message limit);
+    with ``compressed`` (the connection agreed to it), a compressed frame unpacked to at
+    most ``limit`` bytes, the connection's message limit; without, refused unread);
     with ``sessions``, every index must name one of the connection's ``sessions``, once.
     ``copy=False``: the arrays of a binary frame are read-only views of it (the caller
     copies what it keeps).
 
     Raises:
-        CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
+        CompressedFrameError: A compressed frame is corrupt, would unpack past ``limit``, or
+            came though compression was not agreed.
         ServerReplyError: The server answered with an ``error`` (``data["index"]`` names the
             session whose op failed).
         ProtocolError: The frame is not a valid ``batch_result``.
     """
-    message = load_frame(raw, shared, limit=limit, copy=copy)
+    message = load_frame(raw, shared, limit=limit, copy=copy, compressed=compressed)
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:
@@ -287,6 +300,21 @@ def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = Non
         ServerReplyError: Another ``error`` (e.g. ``FACTORY_ERROR``).
         ProtocolError: Not a ``batch_opened`` for ``sessions`` sessions.
     """
+    return batch_agreements(raw, sessions, url=url)[0]
+
+
+def batch_agreements(
+    raw: str | bytes, sessions: int, *, url: str | None = None
+) -> tuple[bool, bool]:
+    """Check the reply to ``batch_open`` (the errors of :func:`check_batch_opened`); whether
+    the server agreed to shared memory, and whether to compressed frames (``"zstd"``).
+
+    Example:
+        >>> opened = {"sessions": 2, "compression": "zstd"}
+        >>> import json
+        >>> batch_agreements(json.dumps({"type": "batch_opened", "data": opened}), 2)
+        (False, True)
+    """
     data = _reply_data(raw, BATCH_OPENED, url=url)
     if data is None or data.get("sessions") != sessions:
         raise ProtocolError(
@@ -294,7 +322,7 @@ def check_batch_opened(raw: str | bytes, sessions: int, *, url: str | None = Non
             f"{str(raw)[:200]}",
             received=str(raw)[:200],
         )
-    return data.get("shared_memory") is True
+    return data.get("shared_memory") is True, data.get("compression") == ZSTD
 
 
 def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:

@@ -55,7 +55,7 @@ from openenv_gym.errors import ProtocolError
 if TYPE_CHECKING:
     from openenv_gym.wire.shared_memory import SharedArrayReader
 
-from openenv_gym.wire.compressed import is_compressed_frame, unpack_frame
+from openenv_gym.wire.compressed import is_compressed_frame, refuse_unagreed, unpack_frame
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
     ObservationReply,
@@ -254,18 +254,24 @@ def load_frame(
     *,
     limit: int = CLIENT_INBOUND_LIMIT,
     copy: bool = True,
+    compressed: bool = False,
 ) -> Any:
     """The message of one server frame: a binary frame's (arrays put back, those in shared
-    memory read through ``shared``; a compressed frame of :mod:`openenv_gym.wire.compressed`
-    unpacked first, to at most ``limit`` bytes), else the JSON text's. The one place that
-    tells the frame kinds apart. ``copy=False``: a binary frame's arrays are read-only views
-    (see :func:`decode_frame`).
+    memory read through ``shared``; with ``compressed``, the connection agreed to
+    compression, and a compressed frame of :mod:`openenv_gym.wire.compressed` is unpacked
+    first, to at most ``limit`` bytes), else the JSON text's. The one place that tells the
+    frame kinds apart. ``copy=False``: a binary frame's arrays are read-only views (see
+    :func:`decode_frame`).
 
     Raises:
-        CompressedFrameError: A compressed frame is corrupt or would unpack past ``limit``.
+        CompressedFrameError: A compressed frame came on a connection that did not agree to
+            compression (refused before decompressing), or is corrupt, or would unpack past
+            ``limit``.
         ProtocolError: The frame is neither a valid binary frame nor JSON.
     """
     if isinstance(raw, bytes) and is_compressed_frame(raw):
+        if not compressed:
+            raise refuse_unagreed(raw)
         raw = unpack_frame(raw, limit=limit)
         if not is_binary_frame(raw):
             raise _bad(raw, f"a compressed frame holds no {BINARY_SUBPROTOCOL} frame")
@@ -274,14 +280,25 @@ def load_frame(
     return load_server_json(raw)
 
 
-def parse_frame(raw: str | bytes, *, url: str | None = None) -> ObservationReply | StateReply:
-    """Parse one server frame: JSON text, or a binary observation frame of our servers.
+def parse_packed_frame(
+    raw: str | bytes, *, url: str | None = None
+) -> ObservationReply | StateReply:
+    """:func:`parse_frame` on a session that agreed to compressed frames."""
+    return parse_frame(raw, url=url, compressed=True)
+
+
+def parse_frame(
+    raw: str | bytes, *, url: str | None = None, compressed: bool = False
+) -> ObservationReply | StateReply:
+    """Parse one server frame: JSON text, or a binary observation frame of our servers
+    (``compressed``: the session agreed to compressed frames, which are unpacked).
 
     Raises:
         ServerReplyError: The server sent an ``error`` message.
+        CompressedFrameError: A compressed frame the session did not agree to, or a bad one.
         ProtocolError: The frame is not a valid OpenEnv server message.
     """
-    message = load_frame(raw)
+    message = load_frame(raw, compressed=compressed)
     binary = isinstance(raw, bytes) and is_binary_frame(raw)
     quoted = f"<binary frame, {len(raw)} bytes>" if binary else raw
     return parse_server_object(message, quoted, url=url)
@@ -296,4 +313,5 @@ __all__ = [
     "is_binary_frame",
     "load_frame",
     "parse_frame",
+    "parse_packed_frame",
 ]

@@ -18,18 +18,25 @@ bytes       content
 The agreement: the client adds ``"compression": "zstd"`` to ``batch_open``; a server that
 can compress and did not agree to shared memory answers ``"compression": "zstd"`` in
 ``batch_opened`` (else ``null``), and from then on may send its ``batch_result`` frames
-packed (each frame says by its magic whether it is). The client never packs what it sends
-(actions are small), but a server that agreed reads packed client frames too, under the
-same bound. Without the agreement nothing changes.
+packed (each frame says by its magic whether it is). Each ``batch_step`` may then say
+``"compress": false`` (send this result raw) or ``true``; without it the server packs what
+pays. Compression goes one way only: the client never packs what it sends (actions are
+small), and a server reads no packed client frame, agreed or not (an ``INVALID_JSON``
+error reply, before a byte of it is decompressed). A client reads a packed frame only on a
+connection that agreed to compression; on any other (JSON, plain binary, a batch connection
+with ``compression="off"``) it is a :class:`~openenv_gym.errors.CompressedFrameError` at once.
 
-The rule a connection uses (:func:`compression_offer`, :func:`compression_accepted`,
-:class:`FrameCompressor`), from the codec measurement:
+The rule a connection uses (:func:`batch_compression_offer`, :func:`compression_offer`,
+:func:`compression_accepted`, :class:`FrameCompressor`, and the client's
+:class:`~openenv_gym.wire.compression_policy.CompressionPolicy`):
 
-* ``compression="auto"`` (the default): offered when the connection goes over a socket to
-  a peer that is **not on a loopback address** (a container, a LAN or WAN host); never on a
-  Unix socket or to ``127.0.0.0/8`` / ``::1`` (the copy it saves runs at memory speed there,
-  and the CPU it spends is what the env steps need). ``"zstd"`` forces it on every batch
-  connection (and offers no shared memory), ``"off"`` never offers it.
+* ``compression="auto"`` (the default) on a **batch connection**: offered whatever the
+  peer's address (a tunnel's near end is 127.0.0.1); the client's
+  :class:`~openenv_gym.wire.compression_policy.CompressionPolicy` then asks step by step
+  for packed or raw results, by the cost per step it measures for each. On a **single
+  session** it is still offered only to a peer that is **not on a loopback address** (its
+  subprotocol is agreed once, at connect). ``"zstd"`` forces it on every connection (and
+  offers no shared memory), ``"off"`` never offers it.
 * **Never with shared memory**: a server that agreed to shared memory on a connection does
   not compress it (no observation byte crosses the wire).
 * Only frames of at least :data:`MIN_COMPRESSED_BYTES` (4 KiB, what screens are and small
@@ -59,10 +66,12 @@ Example:
     (b'OGZ1', True)
     >>> unpack_frame(packed, limit=len(frame)) == frame
     True
-    >>> load_frame(packed)["screen"].shape
+    >>> load_frame(packed, compressed=True)["screen"].shape
     (210, 160, 3)
     >>> compression_offer("auto", peer_on_loopback=True), compression_offer("zstd", True)
     (None, 'zstd')
+    >>> batch_compression_offer("auto"), batch_compression_offer("off")
+    ('zstd', None)
 """
 
 from __future__ import annotations
@@ -104,14 +113,21 @@ def check_compression(compression: str) -> str:
     if not isinstance(compression, str) or compression not in COMPRESSION_SETTINGS:
         raise UnknownCompressionError(
             f"expected compression='auto', 'zstd' or 'off', got {compression!r}. 'auto' "
-            "compresses observation frames only to a peer that is not on a loopback address "
-            "and not through shared memory; 'zstd' forces it, 'off' never compresses."
+            "compresses observation frames where it measures faster (never with shared "
+            "memory); 'zstd' forces it, 'off' never compresses."
         )
     return compression
 
 
+def batch_compression_offer(compression: str) -> str | None:
+    """What a client puts in ``batch_open``'s ``"compression"`` (``None``: nothing): ``"zstd"``
+    unless ``compression="off"`` (with ``"auto"`` the client's measurement decides per step)."""
+    return None if compression == "off" else ZSTD
+
+
 def compression_offer(compression: str, peer_on_loopback: bool) -> str | None:
-    """What a client puts in ``batch_open``'s ``"compression"`` (``None``: nothing).
+    """Whether a single session offers :data:`BINARY_ZSTD_SUBPROTOCOL` (``"zstd"``) or not
+    (``None``).
 
     ``peer_on_loopback``: the connection goes through a Unix socket or to a loopback
     address (see the module docstring for the rule).
@@ -184,6 +200,18 @@ def _bad(frame: bytes, why: str) -> CompressedFrameError:
     )
 
 
+def refuse_unagreed(frame: bytes) -> CompressedFrameError:
+    """The error for a compressed frame on a connection that did not agree to compression
+    (raised before a byte of it is decompressed)."""
+    return CompressedFrameError(
+        f"expected a raw frame, since this connection never agreed to compression, but a "
+        f"compressed frame ({COMPRESSED_MAGIC!r}, {len(frame)} bytes) came; it was refused "
+        "unread. A peer may pack frames only after the binary-zstd subprotocol or batch_open "
+        "agreed 'zstd'; this peer does not follow the openenv-gym protocol.",
+        received=repr(bytes(frame[:64])),
+    )
+
+
 def unpack_frame(frame: bytes, *, limit: int) -> bytes:
     """The frame a compressed frame holds, never decompressing more than ``limit`` bytes.
 
@@ -228,10 +256,12 @@ __all__ = [
     "RECHECK_FRAMES",
     "ZSTD",
     "FrameCompressor",
+    "batch_compression_offer",
     "check_compression",
     "compression_accepted",
     "compression_offer",
     "is_compressed_frame",
     "pack_frame",
+    "refuse_unagreed",
     "unpack_frame",
 ]

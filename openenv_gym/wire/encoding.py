@@ -66,7 +66,12 @@ from typing import Any, Final
 
 from openenv_gym.errors import BinaryEncodingRefusedError, UnknownEncodingError
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
-from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_observation_frame, parse_frame
+from openenv_gym.wire.binary import (
+    BINARY_SUBPROTOCOL,
+    encode_observation_frame,
+    parse_frame,
+    parse_packed_frame,
+)
 from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, pack_frame
 from openenv_gym.wire.messages import (
     MessageType,
@@ -209,6 +214,7 @@ BINARY_ZSTD: Final = Encoding(
     BINARY_ZSTD_SUBPROTOCOL,
     "one session's binary observation frames packed with zstd where it pays",
     builds_on=BINARY,
+    read_reply=parse_packed_frame,
     write_observation=_write_packed_observation,
     compressed=True,
 )

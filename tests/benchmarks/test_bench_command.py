@@ -177,6 +177,68 @@ def test_a_missing_package_is_a_skip_naming_it(monkeypatch: pytest.MonkeyPatch) 
     assert result.reason.startswith("envpool is not installed (pip install 'openenv-gym[bench]')")
 
 
+def test_the_bench_exits_1_when_every_cell_was_skipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "envpool", None)  # `import envpool` raises ImportError
+    args = ["--envs", "CartPole", "--n", "2", "--contenders", "envpool", *TINY]
+    assert bench_main([*args, "--out", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "no cell was measured" in captured.err
+    assert "envpool is not installed" in captured.out  # the table says why
+    assert "Targets" not in captured.out  # nothing measured: no targets table
+
+
+def test_help_says_what_the_links_need_and_offers_contention(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "root or CAP_SYS_ADMIN" in text
+    assert "unshare -m" in text
+    assert "cells on our servers are skipped" in text
+    assert "--contention K" in text
+    assert "tunnel" in text
+
+
+def test_contention_is_an_option_of_the_suite_and_named_in_what_ran() -> None:
+    args = build_parser().parse_args(["--contention", "4", "--link", "tunnel"])
+    settings = settings_from_args(args)
+    assert settings.contention == 4
+    assert settings.link.tunnel
+    assert "--contention 4" in describe(settings)
+    assert "--link tunnel" in describe(settings)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--contention", "-1"])
+
+
+@pytest.mark.slow
+def test_a_run_beside_cpu_bound_processes_says_so_and_stops_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--envs", "CartPole", "--n", "1", "--contenders", "raw", "--contention", "2"]
+    assert bench_main([*args, *TINY, "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    pids = [
+        int(pid)
+        for line in captured.err.splitlines()
+        if line.startswith("contention:")
+        for pid in line.rsplit("(pids ", 1)[1].rstrip(")").split(", ")
+    ]
+    assert len(pids) == 2
+    for pid in pids:  # stopped and reaped when the run ended
+        assert not Path(f"/proc/{pid}").exists() or "zombie" not in _state(pid)
+    assert "Contention: 2 CPU-bound pure-Python processes" in captured.out
+    assert "**Contention:** 2 CPU-bound" in (tmp_path / "bench.md").read_text()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+
+
 def test_servers_start_with_workers_and_stop() -> None:
     settings = Settings(envs=["CartPole"], sizes=[1], servers=2, workers=1)
     context = Context(ENV_SPECS["CartPole"], settings)
@@ -214,10 +276,13 @@ def test_bench_runs_from_the_installed_package_outside_the_clone(tmp_path: Path)
     progress = [line for line in done.stderr.splitlines() if line.startswith("[ ")]
     assert len(progress) == len(rows)
     assert all(line.endswith(" left)") for line in progress)
-    # every target gets a verdict
+    # only the targets the run measured get a row, each with a verdict
+    assert "Targets measured in this run" in done.stdout
+    assert "not measured" not in done.stdout
     verdicts = parse_table(done.stdout, 1)
-    assert [row["target"] for row in verdicts] == [target.text for target in TARGETS]
-    assert all(row["verdict"] in {"**met**", "not met", "not measured"} for row in verdicts)
+    assert verdicts
+    assert {row["target"] for row in verdicts} <= {target.text for target in TARGETS}
+    assert all(row["verdict"] in {"**met**", "not met"} for row in verdicts)
     # the default output folder is made under the working directory
     (out,) = (workdir / "bench-results").iterdir()
     assert {p.name for p in out.iterdir()} == {"bench.csv", "bench.md", "bench.png"}

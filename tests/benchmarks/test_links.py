@@ -344,8 +344,9 @@ def test_the_docker_profile_serves_from_a_container_without_shared_memory_or_com
         assert running.server_urls == running.urls  # no proxy: docker-proxy is the link
         assert gymnasium_image in lines[0]
         # What compression="auto" and the shared-memory probe do by themselves here: the
-        # peer is on a loopback address (docker-proxy), so no compression is offered, and
-        # the container's own /dev/shm does not hold the probe, so no shared memory.
+        # container's own /dev/shm does not hold the probe, so no shared memory; the first
+        # steps ask for raw results (the policy measures raw first), and CartPole's frames
+        # are too small to pack anyway.
         connect = ConnectOptions(compression="auto", reply_timeout=20)
         (channel,) = Opener(connect, "auto", True, None).open_group(url, [0, 1], [], 1)
         try:

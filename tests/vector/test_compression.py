@@ -1,8 +1,9 @@
 """Compression and the other paths a vector env picks by itself, on loopback and across a link.
 
-* What the client offers in ``batch_open`` (``compression=`` and the peer's address), and that
-  a hostile server's packed frames (a zip bomb, a corrupt payload) raise
-  :class:`CompressedFrameError` while the connection stays usable.
+* What the client offers in ``batch_open`` (``compression=``, not the peer's address), that
+  ``"auto"`` asks step by step for what it measures cheaper, that a hostile server's packed
+  frames (a zip bomb, a corrupt payload, any packed frame where none was agreed) raise
+  :class:`CompressedFrameError` naming the sub-envs and URL, and the connection stays usable.
 * "Another host": a Pong server with a private ``/dev/shm`` behind the link proxy. The
   shared-memory probe fails there (no same-host shortcut), ``compression="zstd"`` sends the
   same observations in a fraction of the bytes, and over a 20 ms link the client's
@@ -35,6 +36,7 @@ from openenv_gym.vector.channels import BatchChannel, Channel
 from openenv_gym.vector.opening import Opener, close_all
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result
 from openenv_gym.wire.compressed import COMPRESSED_MAGIC, ZSTD, FrameCompressor
+from openenv_gym.wire.compression_policy import PROBE_STEPS
 from openenv_gym.wire.messages import observation_message
 
 LIMIT = 1024 * 1024
@@ -50,9 +52,11 @@ class ScriptedBatchServer:
     """A batch server that agrees to anything and answers each request with the next
     scripted frame (a hostile server, when the script says so)."""
 
-    def __init__(self, frames: list[bytes]) -> None:
+    def __init__(self, frames: list[bytes], agree: str | None = ZSTD) -> None:
         self.frames = frames
+        self.agree = agree
         self.opens: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
         self._server = serve(
             self._handle,
             "127.0.0.1",
@@ -68,10 +72,11 @@ class ScriptedBatchServer:
     def _handle(self, ws: ServerConnection) -> None:
         opened = json.loads(ws.recv())["data"]
         self.opens.append(opened)
-        data = {"sessions": opened["sessions"], "shared_memory": False, "compression": ZSTD}
+        agreed = self.agree if opened.get("compression") else None
+        data = {"sessions": opened["sessions"], "shared_memory": False, "compression": agreed}
         ws.send(json.dumps({"type": "batch_opened", "data": data}))
         for frame in self.frames:
-            ws.recv()
+            self.requests.append(json.loads(ws.recv())["data"])
             ws.send(frame)
         ws.recv()
 
@@ -90,8 +95,11 @@ def round_trip(channel: Channel, url: str) -> Any:
 # --------------------------------------------------------------------------- the offer
 
 
-@pytest.mark.parametrize("compression", ["auto", "off"])
-def test_no_compression_is_offered_to_a_loopback_server(compression: str) -> None:
+@pytest.mark.parametrize(("compression", "offered"), [("auto", ZSTD), ("off", None)])
+def test_auto_offers_compression_to_a_loopback_server_too(
+    compression: str, offered: str | None
+) -> None:
+    # A tunnel's near end is 127.0.0.1: the address no longer decides, measurement does.
     scripted = ScriptedBatchServer([])
     try:
         channels = opener(compression).open_group(scripted.url, [0, 1], [], 1)
@@ -100,8 +108,8 @@ def test_no_compression_is_offered_to_a_loopback_server(compression: str) -> Non
     finally:
         scripted.close()
     (opened,) = scripted.opens
-    assert "compression" not in opened
-    assert "shared_memory" in opened  # the same-host probe is still offered
+    assert opened.get("compression") == offered
+    assert "shared_memory" in opened  # the same-host probe is still offered (it wins)
 
 
 def test_forced_compression_is_offered_without_shared_memory() -> None:
@@ -138,6 +146,74 @@ def test_a_hostile_server_s_packed_frames_raise_the_typed_error_and_the_connecti
             close_all([channel.session])
     finally:
         scripted.close()
+
+
+def packed_screens() -> bytes:
+    screen = np.zeros((210, 160, 3), np.uint8)
+    reply = observation_message({"screen": screen}, 0.0, False)
+    return FrameCompressor().pack(encode_batch_result([0, 1], [reply, reply], {}))
+
+
+@pytest.mark.parametrize(("compression", "agree"), [("off", ZSTD), ("auto", None)])
+def test_a_packed_frame_where_none_was_agreed_names_the_sub_envs_and_url(
+    compression: str, agree: str | None
+) -> None:
+    # 'off' offers nothing; under 'auto' this server declined: either way nothing agreed.
+    bomb = COMPRESSED_MAGIC + zstandard.ZstdCompressor(level=1).compress(b"\0" * 64 * 2**20)
+    scripted = ScriptedBatchServer([bomb], agree=agree)
+    try:
+        (channel,) = opener(compression).open_group(scripted.url, [0, 1], [], 1)
+        try:
+            assert channel.policy is None
+            with pytest.raises(CompressedFrameError) as caught:
+                round_trip(channel, scripted.url)
+            message = str(caught.value)
+            assert "never agreed to compression" in message
+            assert "refused unread" in message
+            assert f"sub-envs [0, 1] of the vector env, at {scripted.url}" in message
+        finally:
+            close_all([channel.session])
+    finally:
+        scripted.close()
+
+
+def test_auto_measures_each_choice_and_asks_the_server_step_by_step() -> None:
+    frames = [packed_screens()] * (2 * PROBE_STEPS + 2)
+    scripted = ScriptedBatchServer(frames)
+    try:
+        (channel,) = opener("auto").open_group(scripted.url, [0, 1], [], 1)
+        try:
+            assert isinstance(channel, BatchChannel)
+            policy = channel.policy
+            assert policy is not None
+            for _ in frames:
+                result = round_trip(channel, scripted.url)
+                assert result.fields["screen"].shape == (2, 210, 160, 3)
+            assert policy.cost(False) is not None
+            assert policy.cost(True) is not None
+            assert policy.compress is not None  # decided from what it measured
+        finally:
+            close_all([channel.session])
+    finally:
+        scripted.close()
+    asked = [request["compress"] for request in scripted.requests]
+    assert asked[:PROBE_STEPS] == [True] * PROBE_STEPS  # packed first, then raw
+    assert asked[PROBE_STEPS] is False
+
+
+def test_forced_zstd_leaves_packing_to_the_server() -> None:
+    scripted = ScriptedBatchServer([packed_screens()])
+    try:
+        (channel,) = opener(ZSTD).open_group(scripted.url, [0, 1], [], 1)
+        try:
+            assert isinstance(channel, BatchChannel)
+            assert channel.policy is None
+            round_trip(channel, scripted.url)
+        finally:
+            close_all([channel.session])
+    finally:
+        scripted.close()
+    assert "compress" not in scripted.requests[0]
 
 
 # --------------------------------------------------------------------------- across a link

@@ -26,6 +26,7 @@ from openenv_gym.wire.compressed import (
     RECHECK_FRAMES,
     ZSTD,
     FrameCompressor,
+    batch_compression_offer,
     check_compression,
     compression_accepted,
     compression_offer,
@@ -36,6 +37,7 @@ from openenv_gym.wire.compressed import (
 from openenv_gym.wire.encoding import (
     BINARY,
     BINARY_ZSTD,
+    JSON,
     accept_subprotocol,
     encoding_of,
     resolve_encoding,
@@ -77,7 +79,7 @@ def test_a_screen_frame_is_packed_and_unpacks_to_the_same_bytes() -> None:
     assert unpack_frame(out, limit=len(frame)) == frame
     assert compressor.packed == 1
     np.testing.assert_array_equal(
-        load_frame(out)["data"]["screen"], load_frame(frame)["data"]["screen"]
+        load_frame(out, compressed=True)["data"]["screen"], load_frame(frame)["data"]["screen"]
     )
 
 
@@ -107,7 +109,7 @@ def test_a_batch_result_of_screens_round_trips_packed() -> None:
     frame = encode_batch_result([0, 1, 2, 3], replies, {})
     out = FrameCompressor().pack(frame)
     assert is_compressed_frame(out)
-    result = parse_batch_result(out, limit=len(frame))
+    result = parse_batch_result(out, limit=len(frame), compressed=True)
     np.testing.assert_array_equal(result.fields["screen"], np.stack(screens))
     assert result.fields["lives"] == [3, 3, 3, 3]
 
@@ -122,9 +124,9 @@ def test_a_zip_bomb_is_refused_before_it_is_decompressed() -> None:
         unpack_frame(bomb, limit=LIMIT)
     # The same through the parsers a client uses, with the connection's limit.
     with pytest.raises(CompressedFrameError, match="over the message limit"):
-        load_frame(bomb, limit=LIMIT)
+        load_frame(bomb, limit=LIMIT, compressed=True)
     with pytest.raises(CompressedFrameError, match="over the message limit"):
-        parse_batch_result(bomb, limit=LIMIT)
+        parse_batch_result(bomb, limit=LIMIT, compressed=True)
 
 
 def test_a_frame_without_a_declared_size_is_refused() -> None:
@@ -156,12 +158,12 @@ def test_corrupt_payloads_are_refused(mangle: object, expected: str) -> None:
     frame = FrameCompressor().pack(screen_frame())
     assert callable(mangle)
     with pytest.raises(CompressedFrameError, match=expected):
-        load_frame(mangle(frame), limit=LIMIT)
+        load_frame(mangle(frame), limit=LIMIT, compressed=True)
 
 
 def test_a_packed_frame_must_hold_a_binary_frame() -> None:
     with pytest.raises(ProtocolError, match=r"holds no openenv-gym\.binary\.v1 frame"):
-        load_frame(packed(b'{"type": "observation"}' * 10), limit=LIMIT)
+        load_frame(packed(b'{"type": "observation"}' * 10), limit=LIMIT, compressed=True)
 
 
 def test_the_error_is_a_protocol_error_that_shows_what_arrived() -> None:
@@ -252,3 +254,53 @@ def test_the_packed_encoding_writes_screens_packed_and_reads_them_back() -> None
     # Small observations stay JSON, exactly as on a binary session.
     small = observation_message({"x": np.zeros(2, np.float32)}, 0.0, False)
     assert BINARY_ZSTD.encode_reply(small) == BINARY.encode_reply(small)
+
+
+# --------------------------------------------------------------------------- not agreed
+
+
+def bomb_frame() -> bytes:
+    """A 118-byte-class frame that declares 64 MiB of content (what a hostile peer sends)."""
+    return packed(b"\0" * (64 * 1024 * 1024))
+
+
+UNAGREED = "never agreed to compression.*refused unread"
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        pytest.param(lambda raw: load_frame(raw), UNAGREED, id="load_frame"),
+        pytest.param(lambda raw: JSON.parse_reply(raw), "undecodable bytes", id="json-session"),
+        pytest.param(lambda raw: BINARY.parse_reply(raw), UNAGREED, id="binary-session"),
+        pytest.param(lambda raw: parse_batch_result(raw), UNAGREED, id="batch-off"),
+    ],
+)
+def test_a_packed_frame_where_none_was_agreed_is_refused_unread(
+    read: object, expected: str
+) -> None:
+    bomb = bomb_frame()
+    assert len(bomb) < 3000
+    # Refused before decompressing (it took 64 MiB and ~0.4 s of CPU before the fix).
+    with pytest.raises(ProtocolError, match=expected):
+        read(bomb)  # type: ignore[operator]
+
+
+def test_a_packed_frame_is_read_where_it_was_agreed() -> None:
+    screen = screen_frame()
+    out = FrameCompressor().pack(screen)
+    assert BINARY_ZSTD.parse_reply(observation_frame()) is not None
+    assert load_frame(out, compressed=True)["data"]["screen"].shape == (210, 160, 3)
+
+
+def observation_frame() -> bytes:
+    screen = np.full((210, 160, 3), 7, np.uint8)
+    frame, _ = BINARY_ZSTD.encode_reply(observation_message({"screen": screen}, 0.0, False))
+    assert is_compressed_frame(frame)
+    return frame
+
+
+def test_a_batch_connection_offers_compression_unless_off() -> None:
+    assert batch_compression_offer("auto") == ZSTD  # whatever the peer's address
+    assert batch_compression_offer("zstd") == ZSTD
+    assert batch_compression_offer("off") is None

@@ -1,0 +1,117 @@
+"""The compression policy's decisions, fed measurements (no clock, no timed assertion).
+
+A link that is the bottleneck (raw frames cost more per step than packed ones) gets packed
+frames; a link that is not (packing costs more than it saves) gets raw frames; a link that
+changes during the run changes the choice within the revise interval; a choice that keeps
+winning is probed ever less often.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from openenv_gym.wire.compression_policy import (
+    EARLY_STEPS,
+    MARGIN,
+    MAX_REVISE_STEPS,
+    PROBE_BUDGET,
+    PROBE_STEPS,
+    CompressionPolicy,
+)
+
+Cost = Callable[[bool], float]
+
+
+def tunnel(compressed: bool) -> float:
+    """Pong N=16 through 20 ms / 100 Mbit/s: a raw frame is 1.6 MB (130 ms on the link)."""
+    return 0.025 if compressed else 0.150
+
+
+def same_host(compressed: bool) -> float:
+    """Loopback without shared memory: packing costs more than the copy it saves."""
+    return 0.0060 if compressed else 0.0050
+
+
+def run(policy: CompressionPolicy, cost: Cost, steps: int) -> list[bool]:
+    asked = []
+    for _ in range(steps):
+        choice = policy.choice()
+        asked.append(choice)
+        policy.record(choice, cost(choice))
+    return asked
+
+
+def test_it_compresses_when_the_link_is_the_bottleneck() -> None:
+    policy = CompressionPolicy()
+    asked = run(policy, tunnel, PROBE_STEPS + EARLY_STEPS)
+    # Packed first; the raw probe ends after a step that costs 6x a packed one.
+    assert asked == [True] * PROBE_STEPS + [False] * EARLY_STEPS
+    assert policy.compress is True
+    assert policy.cost(True) == pytest.approx(0.025)
+    assert policy.cost(False) == pytest.approx(0.150)
+
+
+def test_it_stays_raw_when_packing_costs_more_than_it_saves() -> None:
+    policy = CompressionPolicy()
+    asked = run(policy, same_host, 2 * PROBE_STEPS)
+    assert asked == [True] * PROBE_STEPS + [False] * PROBE_STEPS  # a near tie: all 8 each
+    assert policy.compress is False
+
+
+def test_the_choice_follows_a_link_that_changes() -> None:
+    policy = CompressionPolicy()
+    run(policy, same_host, 2 * PROBE_STEPS)
+    assert policy.compress is False
+    # The same server, now reached through a tunnel: noticed at the next probe.
+    run(policy, tunnel, MAX_REVISE_STEPS + PROBE_STEPS)
+    assert policy.compress is True
+    assert policy.switches == 1
+    # And back: the tunnel is gone.
+    run(policy, same_host, MAX_REVISE_STEPS + PROBE_STEPS)
+    assert policy.compress is False
+    assert policy.switches == 2
+
+
+@pytest.mark.parametrize("cost", [tunnel, same_host], ids=["tunnel", "same-host"])
+def test_a_settled_choice_spends_about_the_budget_probing(cost: Cost) -> None:
+    policy = CompressionPolicy()
+    steps = 50_000
+    asked = run(policy, cost, steps)
+    chosen = policy.compress
+    assert chosen is not None
+    best, other = cost(chosen), cost(not chosen)
+    spent = sum(cost(a) for a in asked)
+    ideal = steps * best
+    # What probing the loser cost beyond always taking the winner, start included.
+    assert (spent - ideal) / ideal < 2 * PROBE_BUDGET + PROBE_STEPS * other / ideal
+    assert policy.switches == 0
+
+
+def test_a_difference_within_the_margin_does_not_flip_the_choice() -> None:
+    policy = CompressionPolicy()
+    run(policy, same_host, 2 * PROBE_STEPS)
+    assert policy.compress is False
+    slightly = 0.0050 * (1 - MARGIN / 2)
+    run(policy, lambda c: slightly if c else 0.0050, 4 * MAX_REVISE_STEPS)
+    assert policy.compress is False
+    assert policy.switches == 0
+
+
+def test_one_outlier_in_a_probe_does_not_decide() -> None:
+    policy = CompressionPolicy()
+    # The packed probe: one step disturbed by other work, seven normal ones.
+    costs = iter([5.0] + [0.025] * (PROBE_STEPS - 1) + [0.150] * PROBE_STEPS)
+    for _ in range(PROBE_STEPS + EARLY_STEPS):
+        choice = policy.choice()
+        policy.record(choice, next(costs))
+    assert policy.compress is True  # the median, not the mean, of the packed probe
+
+
+def test_a_reply_to_a_request_of_the_other_choice_is_not_counted() -> None:
+    policy = CompressionPolicy()
+    policy.record(False, 99.0)  # a stale reply while packed frames are being probed
+    assert policy.cost(False) is None
+    run(policy, tunnel, PROBE_STEPS + EARLY_STEPS)
+    assert policy.compress is True
