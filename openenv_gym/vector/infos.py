@@ -80,10 +80,17 @@ def merge_column(
             column[index] = value
     else:
         column[where] = values
+    return _store(infos, key, column, where, num_envs)
+
+
+def _store(
+    infos: dict[str, Any], key: str, column: Any, rows: Any, num_envs: int
+) -> dict[str, Any]:
+    """Put ``column`` under ``key`` and mark ``rows`` in its ``_key`` mask."""
     mask = infos.get(f"_{key}")
     if mask is None:
         mask = np.zeros(num_envs, dtype=np.bool_)
-    mask[where] = True
+    mask[rows] = True
     infos[key], infos[f"_{key}"] = column, mask
     return infos
 
@@ -156,11 +163,7 @@ def info_adder(num_envs: int) -> AddInfo:
                 if array is None:
                     array = empty_column(value, num_envs)
                 array[index] = value
-            mask = infos.get(f"_{key}")
-            if mask is None:
-                mask = np.zeros(num_envs, dtype=np.bool_)
-            mask[index] = True
-            infos[key], infos[f"_{key}"] = array, mask
+            infos = _store(infos, key, array, index, num_envs)
         return infos
 
     return add_info
