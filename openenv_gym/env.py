@@ -257,7 +257,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                     f"render_mode={render_mode!r} is not available here: this env's render "
                     f"modes are {render_modes} (metadata['render_modes']): 'rgb_array' needs an "
                     "observation holding a uint8 (H, W, 3) image or a server that renders "
-                    f"frames; this env's observation space is {self.observation_space}"
+                    f"frames; this env's observation space is {self.observation_space}. A "
+                    "gymnasium server draws classic-control envs with pygame: pip install "
+                    "'openenv-gym[render]' where it runs (the embedded server: here)"
                 )
             self.render_mode = render_mode
             if open_session:

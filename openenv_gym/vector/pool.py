@@ -65,6 +65,12 @@ from openenv_gym.vector.options import (
     seeds_for,
     spread_over,
 )
+from openenv_gym.vector.pool_arguments import (
+    envpool_dtypes,
+    first_seeds,
+    pool_options,
+    send_arguments,
+)
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.vector.step_path import RECONNECTED_KEY, SubEnvConnections, open_step_path
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
@@ -97,6 +103,8 @@ class OpenEnvPool(SubEnvConnections):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True
+        envpool_options = pool_options(env_kwargs)  # seed=, num_threads=, env_type=
+        env_kwargs, self._make_seed = envpool_options.env_kwargs, envpool_options.seed
         self.num_envs = check_num_envs(num_envs)
         self.batch_size = check_batch_size(batch_size, self.num_envs)
         urls = check_base_urls(base_url)
@@ -143,6 +151,7 @@ class OpenEnvPool(SubEnvConnections):
             "batch_size": self.batch_size,
             "max_episode_steps": max_episode_steps,
             "reconnect": reconnect,
+            "seed": self._make_seed,
             "base_urls": sorted(set(connections.urls)),
         }
         self._infos: dict[str, Any] = {}
@@ -172,7 +181,7 @@ class OpenEnvPool(SubEnvConnections):
         self._check_open()
         ids = self._check_ids(env_id, busy_ok=True)
         self._drain()
-        seeds = seeds_for(seed, self.num_envs)
+        seeds = self._seeds(seed, ids)
         ops: list[Op | None] = [None] * self.num_envs
         for i in ids:
             ops[i] = ("reset", reset_message(seed=seeds[i], **self._reset_kwargs)["data"])
@@ -184,7 +193,7 @@ class OpenEnvPool(SubEnvConnections):
         buffers.mark_reset(ids)
         self._started[ids] = True
         self._last = np.array(ids)
-        obs, _, _, _, info = self._batch_of(self._last)
+        obs, _, _, _, info = envpool_dtypes(self._batch_of(self._last))
         return obs, info
 
     def async_reset(
@@ -195,7 +204,7 @@ class OpenEnvPool(SubEnvConnections):
         self._check_open()
         ids = self._check_ids(env_id, busy_ok=True)
         self._drain()
-        seeds = seeds_for(seed, self.num_envs)
+        seeds = self._seeds(seed, ids)
         ops = {
             i: ("reset", reset_message(seed=seeds[i], **self._reset_kwargs)["data"]) for i in ids
         }
@@ -221,6 +230,7 @@ class OpenEnvPool(SubEnvConnections):
         """:meth:`send`; ``defer``: a synchronous round trip only builds its frames (the
         following :meth:`recv` sends and reads them in one go, as the vector env's step)."""
         self._check_open()
+        actions, env_id = send_arguments(actions, env_id)  # envpool's dict form
         ids = self._check_ids(self._last if env_id is None else env_id, busy_ok=False)
         if self._synchronous(ids):
             self._path.send(actions, ids=ids, defer=defer)
@@ -258,7 +268,7 @@ class OpenEnvPool(SubEnvConnections):
         """
         self._check_open()
         if self._path.pending:
-            return self._recv_every()
+            return envpool_dtypes(self._recv_every())
         need = self.batch_size
         if len(self._ready) + len(self._in_flight) < need:
             raise PoolUsageError(
@@ -270,7 +280,7 @@ class OpenEnvPool(SubEnvConnections):
             self._wait_for_replies()
         ids = np.array([self._ready.popleft() for _ in range(need)])
         self._last = ids
-        return self._batch_of(ids)
+        return envpool_dtypes(self._batch_of(ids))
 
     def step(
         self, actions: Any, env_id: Any = None
@@ -296,6 +306,15 @@ class OpenEnvPool(SubEnvConnections):
             return
         self._closed = True
         self._connections.close()
+
+    def __len__(self) -> int:
+        """``num_envs``, as envpool's ``len(pool)``."""
+        return self.num_envs
+
+    def _seeds(self, seed: int | Sequence[int | None] | None, ids: list[int]) -> list[int | None]:
+        """Per sub-env seeds of a reset: ``seed``'s, else ``make_pool(seed=)``'s on a first."""
+        fresh = [i for i in ids if not self._started[i]]
+        return first_seeds(seeds_for(seed, self.num_envs), make_seed=self._make_seed, fresh=fresh)
 
     def __enter__(self) -> OpenEnvPool:
         return self
@@ -460,11 +479,14 @@ def make_pool(
         num_envs: The number of sub-envs (sessions).
         batch_size: How many sub-envs :meth:`OpenEnvPool.recv` returns; ``None`` (or
             ``num_envs``): all of them, synchronously.
-        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``, and
-            what ``gymnasium.make(env_id, ...)`` takes.
+        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``,
+            envpool's ``seed`` / ``num_threads`` / ``env_type`` (see
+            :mod:`~openenv_gym.vector.pool_arguments`), and what
+            ``gymnasium.make(env_id, ...)`` takes.
 
     Raises:
-        PoolUsageError: ``batch_size`` is not in ``1..num_envs``.
+        PoolUsageError: ``batch_size`` is not in ``1..num_envs``; ``seed`` is not an int,
+            ``env_type`` is ``"dm"``.
         VectorUsageError: ``num_envs``, ``base_url`` or ``encoding`` is invalid.
         InsufficientCapacityError: The servers cannot take ``num_envs`` sessions.
     """
