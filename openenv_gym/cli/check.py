@@ -1,8 +1,9 @@
 """openenv-gym check URL: is this an OpenEnv server our Gymnasium env can train on?
 
-Checks, in order: GET /health (any 2xx is healthy), GET /schema, GET /metadata, the
-Gymnasium spaces derived from the schema (printed as a tree, with the shapes taken from the
-reset observation and the fields left to info), one episode with random actions over the
+Checks, in order: GET /health (any 2xx is healthy), GET /schema (else the models in FastAPI's
+GET /openapi.json), GET /metadata, the Gymnasium spaces derived from the schema (printed as a
+tree with their sources, the shapes taken from the reset observation and the fields left to
+info), one episode with random actions over the
 WebSocket, and gymnasium's check_env with its defaults (render modes included). Each runs
 when it can: only an unreachable server or a refused token stops the rest. It prints a
 report meant to be pasted into an issue, ending with the ``gym.make(...)`` call that works

@@ -163,9 +163,14 @@ class Checker:
         return f"HTTP {status} {body[:200] or '(empty body)'} in {elapsed:.1f} ms", []
 
     def schema(self) -> tuple[str, list[str]]:
-        from openenv_gym.client import fetch_schema
+        from openenv_gym.env_mapping import SpaceMapper
+        from openenv_gym.spaces.sources import SCHEMA_SOURCE
 
-        schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
+        # GET /schema, else the other sources (FastAPI's /openapi.json): a server without
+        # /schema whose models are elsewhere passes; with none, the error names action_model=.
+        mapper = SpaceMapper(self.url, token=self.token, timeout=self.timeout, options={})
+        found = mapper.find_schemas()
+        schema = found.schema
         self.schema_body = schema
         game = game_env_id(schema)
         if game is not None and not self.mapping:  # the mapping options are Remote-v0's
@@ -174,7 +179,9 @@ class Checker:
         for key in ("action", "observation", "state"):
             fields = list((schema.get(key) or {}).get("properties", {}))
             parts.append(f"{key}: {', '.join(fields) or '(no fields)'}")
-        return "action, observation and state schemas present", parts
+        if found.sources.action == found.sources.observation == SCHEMA_SOURCE:
+            return "action, observation and state schemas present", parts
+        return f"no GET /schema: {found.sources.describe()}", parts
 
     def metadata(self) -> tuple[str, list[str]]:
         from openenv_gym.client import get_json
@@ -201,7 +208,8 @@ class Checker:
         )
         self.env = made.unwrapped
         env = self.env
-        lines = space_tree(env.action_space, "action_space")
+        lines = [f"sources: {env.space_sources.describe()}"]
+        lines += space_tree(env.action_space, "action_space")
         lines += space_tree(env.observation_space, "observation_space")
         for inference in env.inferred_spaces:
             lines.append(f"taken from the data: {inference.describe()}")

@@ -409,7 +409,7 @@ class FieldWalker:
                 )
             return DiscreteCodec(spaces.Discrete(high - low + 1, start=low))
         if self.role == "action":
-            declared = self.hints.declared_range()
+            declared = self.hints.range_for(path)
             if declared is not None:
                 return self._discrete_declared(*declared, path)
             legal = legal_integers(self.hints.legal)

@@ -25,11 +25,11 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import ConfigDict, Field, create_model
 
+from openenv_gym.envs.atari.options import OBS_TYPES
 from openenv_gym.server.models import Action, Observation, State
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 
 ObsType = Literal["rgb", "grayscale", "ram"]
-OBS_TYPES: Final = ("rgb", "grayscale", "ram")
 #: Schema key of ``action_id`` listing the action meanings (``"NOOP"``, ``"FIRE"``, ...).
 X_ACTION_MEANINGS: Final = "x-action-meanings"
 #: The observation field that is the Gymnasium observation.

@@ -18,9 +18,10 @@ import argparse
 from typing import Final
 
 from openenv_gym.argument_types import int_argument, probability
-from openenv_gym.envs.atari.models import OBS_TYPES
 from openenv_gym.envs.options import ServerOption, ServerOptions
 
+#: The observation types of the Atari server (``obs_type=``).
+OBS_TYPES: Final = ("rgb", "grayscale", "ram")
 DEFAULT_GAME: Final = "pong"
 DEFAULT_OBS_TYPE: Final = "rgb"
 DEFAULT_FRAMESKIP: Final = 4
