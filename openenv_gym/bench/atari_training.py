@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from openenv_gym.argument_types import positive_int
 from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
 
 #: SB3's AtariWrapper settings and a 4-frame stack, as our server's (envpool's) options,
@@ -236,29 +237,34 @@ def _random_steps(envs: Any, n_envs: int, steps: int, n_actions: int) -> tuple[f
     return seconds, f"{(cpu_end - cpu_start) / (steps * n_envs) * 1e6:.0f} CPU µs/step"
 
 
-def env_only(n_envs: int, steps: int) -> list[Row]:
-    """Random-action steps/s of preprocessed Pong: ours (``gym.make_vec``) and envpool."""
+def env_only(n_envs: int, steps: int, pairs: int = 1) -> list[Row]:
+    """Random-action steps/s of preprocessed Pong: ours (``gym.make_vec``) then envpool,
+    ``pairs`` times in turn (the envpool row of each pair notes ours/envpool)."""
     import gymnasium as gym
 
     import openenv_gym  # noqa: F401  (registers the ids)
 
     rows = []
-    envs = gym.make_vec("openenv/Atari-v0", num_envs=n_envs, game="pong", **ATARI_OPTIONS)
-    try:
-        seconds, cpu = _random_steps(envs, n_envs, steps, 6)
-        rows.append(Row(f"env only, ours N={n_envs}", seconds, n_envs * steps / seconds, cpu))
-    finally:
-        envs.close()
-    try:
-        pool = envpool_make(n_envs, 0)
-    except ImportError as exc:
-        rows.append(Row(f"env only, envpool N={n_envs}", float("nan"), float("nan"), str(exc)))
-        return rows
-    try:
-        seconds, cpu = _random_steps(pool, n_envs, steps, 6)
-        rows.append(Row(f"env only, envpool N={n_envs}", seconds, n_envs * steps / seconds, cpu))
-    finally:
-        pool.close()
+    for _ in range(pairs):
+        envs = gym.make_vec("openenv/Atari-v0", num_envs=n_envs, game="pong", **ATARI_OPTIONS)
+        try:
+            seconds, cpu = _random_steps(envs, n_envs, steps, 6)
+        finally:
+            envs.close()
+        ours = n_envs * steps / seconds
+        rows.append(Row(f"env only, ours N={n_envs}", seconds, ours, cpu))
+        try:
+            pool = envpool_make(n_envs, 0)
+        except ImportError as exc:
+            rows.append(Row(f"env only, envpool N={n_envs}", float("nan"), float("nan"), str(exc)))
+            return rows
+        try:
+            seconds, cpu = _random_steps(pool, n_envs, steps, 6)
+        finally:
+            pool.close()
+        theirs = n_envs * steps / seconds
+        note = f"{cpu}; ours {ours / theirs:.2f}x" if cpu else f"ours {ours / theirs:.2f}x"
+        rows.append(Row(f"env only, envpool N={n_envs}", seconds, theirs, note))
     return rows
 
 
@@ -321,6 +327,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--contenders", nargs="*", default=list(CONTENDERS), choices=CONTENDERS, metavar="NAME"
     )
+    parser.add_argument(
+        "--env-pairs",
+        type=positive_int,
+        default=1,
+        help="env-only runs of ours then envpool, in turn",
+    )
     parser.add_argument("--no-train", action="store_true", help="only the env-only rows")
     args = parser.parse_args(argv)
     rows: list[Row] = []
@@ -331,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ImportError as exc:
                 rows.append(Row(f"PPO {name}", float("nan"), float("nan"), f"skipped: {exc}"))
             print(render(rows[-1:]).splitlines()[-1], flush=True)
-    rows += env_only(args.n_envs, args.env_steps)
+    rows += env_only(args.n_envs, args.env_steps, args.env_pairs)
     rows += wire_bytes(args.n_envs, min(args.env_steps, 200))
     print(render(rows))
     return 0

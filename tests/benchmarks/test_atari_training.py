@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from openenv_gym.bench.atari_training import tree_cpu_seconds
+from openenv_gym.bench.atari_training import main, tree_cpu_seconds
 
 BURN = "import time\nend = time.process_time() + 0.15\nwhile time.process_time() < end: pass\n"
 
@@ -31,3 +31,13 @@ def test_tree_cpu_seconds_counts_a_child_process() -> None:
         child.wait()
     assert spent is not None
     assert spent - before >= 0.13  # the child's 0.15 s counts (ticks are 10 ms)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_env_pairs_must_be_a_positive_integer(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--no-train", "--env-pairs", value])
+    assert exited.value.code == 2  # argparse's usage error, before anything runs
+    assert "--env-pairs: expected a positive integer" in capsys.readouterr().err
