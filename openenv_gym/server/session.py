@@ -26,8 +26,8 @@ Encoding: each session writes its replies in the encoding its connection agreed
 whose observation holds numpy arrays go out as one binary frame (packed with zstd where a
 compressed subprotocol was agreed; with ``openenv-gym.binary-zstd.v2`` a frame may say
 ``"compress": false`` for a raw reply, see :mod:`openenv_gym.wire.compressed`); everything
-else stays JSON text. A batch connection (K sessions) is served by :mod:`openenv_gym.server.batch`, on top
-of this module.
+else stays JSON text. A batch connection (K sessions) is served by
+:mod:`openenv_gym.server.batch`, on top of this module.
 
 After any error reply the session lives on. Two cases end it: all session slots taken
 (``CAPACITY_REACHED`` with ``active_sessions``/``max_sessions``, then close) and a factory

@@ -284,8 +284,8 @@ def unpack_frame(frame: bytes, *, limit: int) -> bytes:
 __all__ = [
     "BINARY_ZSTD_SUBPROTOCOL",
     "COMPRESSED_MAGIC",
-    "COMPRESS_KEY",
     "COMPRESSION_SETTINGS",
+    "COMPRESS_KEY",
     "DEFAULT_COMPRESSION",
     "LEVEL",
     "MEASURED_SUBPROTOCOL",

@@ -416,10 +416,10 @@ def parse_client_message(
         )
     extra = set(message) - keys
     if extra:
-        keys = printable(repr(sorted(extra)), 200)
+        shown = printable(repr(sorted(extra)), 200)
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: unexpected keys {keys} in a {kind!r} message",
+            f"Invalid message: unexpected keys {shown} in a {kind!r} message",
         )
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:
