@@ -8,7 +8,10 @@ asked in each ``batch_step`` (``"compress": true|false``), and the client's
 :class:`CompressionPolicy` answers from what it measures on that connection: the cost per
 step of each choice, seen as the time from building a request to having parsed its reply
 (round trip, transfer at the link's throughput, the server's packing and the client's
-unpacking, all in one figure). The server keeps its own part of the rule
+unpacking, all in one figure). A single env's session runs the same policy, asking in a
+top-level ``"compress"`` of each ``reset`` and ``step`` on the measured subprotocol
+(:data:`~openenv_gym.wire.compressed.MEASURED_SUBPROTOCOL`; its steps are what it
+measures). The server keeps its own part of the rule
 (:class:`~openenv_gym.wire.compressed.FrameCompressor`): it sends a frame raw when it does
 not shrink :data:`~openenv_gym.wire.compressed.MIN_RATIO` times, whatever was asked.
 
