@@ -37,12 +37,11 @@ from openenv_gym.envs.atari import atari_server
 from openenv_gym.server import ServerThread
 from openenv_gym.wire.binary import encode_observation_frame
 from openenv_gym.wire.compressed import MEASURED_SUBPROTOCOL, pack_frame
-from openenv_gym.wire.compression_policy import EARLY_STEPS, PROBE_STEPS
+from openenv_gym.wire.compression_policy import EARLY_STEPS, PROBE_STEPS, CompressionPolicy
 from openenv_gym.wire.encoding import BINARY_ZSTD_MEASURED
 from openenv_gym.wire.messages import ObservationReply, encode_json, observation_message
 
 SCREEN = np.full((210, 160, 3), 144, np.uint8)
-STEP = {"type": "step", "data": {"action_id": 0}}
 STEPS = 2 * PROBE_STEPS + 4
 #: How long the scripted server holds the slow choice's reply (the fast one: no wait).
 SLOW = 0.030
@@ -98,72 +97,73 @@ def scripted(request: pytest.FixtureRequest) -> Iterator[ScriptedSingleServer]:
         server.close()
 
 
-def steps_of(session: SyncSession, count: int) -> None:
+@pytest.fixture
+def session(scripted: ScriptedSingleServer) -> Iterator[SyncSession]:
+    """A session to ``scripted`` (on the measured subprotocol, with its policy)."""
+    opened = SyncSession.connect(scripted.url)
+    try:
+        assert opened.encoding is BINARY_ZSTD_MEASURED
+        assert opened.form == "websocket+binary_zstd_measured"
+        yield opened
+    finally:
+        opened.close()
+
+
+def policy_of(session: SyncSession) -> CompressionPolicy:
+    policy = session.compression_policy
+    assert policy is not None
+    return policy
+
+
+def steps_of(session: SyncSession, count: int, data: dict[str, Any] | None = None) -> None:
     for _ in range(count):
-        reply = session.request_observation(STEP)
+        reply = session.request_observation({"type": "step", "data": data or {"action_id": 0}})
         assert isinstance(reply, ObservationReply)
-        np.testing.assert_array_equal(reply.observation["screen"], SCREEN)
+        if data is None:
+            np.testing.assert_array_equal(reply.observation["screen"], SCREEN)
+
+
+def asked(scripted: ScriptedSingleServer) -> list[Any]:
+    return [r.get("compress") for r in scripted.requests if r["type"] == "step"]
 
 
 @pytest.mark.parametrize("scripted", [False], indirect=True)
 def test_packed_first_then_raw_and_packed_kept_when_raw_is_slow(
-    scripted: ScriptedSingleServer,
+    scripted: ScriptedSingleServer, session: SyncSession
 ) -> None:
-    session = SyncSession.connect(scripted.url)
-    try:
-        assert session.encoding is BINARY_ZSTD_MEASURED
-        assert session.form == "websocket+binary_zstd_measured"
-        policy = session.compression_policy
-        assert policy is not None
-        steps_of(session, STEPS)
-        assert policy.compress is True
-    finally:
-        session.close()
-    asked = [r.get("compress") for r in scripted.requests if r["type"] == "step"]
-    assert asked[:PROBE_STEPS] == [True] * PROBE_STEPS
+    steps_of(session, STEPS)
+    assert policy_of(session).compress is True
+    said = asked(scripted)
+    assert said[:PROBE_STEPS] == [True] * PROBE_STEPS
     # The raw probe is clearly worse after EARLY_STEPS steps: it ends there.
-    assert asked[PROBE_STEPS : PROBE_STEPS + EARLY_STEPS] == [False] * EARLY_STEPS
-    assert asked[PROBE_STEPS + EARLY_STEPS :] == [True] * (STEPS - PROBE_STEPS - EARLY_STEPS)
+    assert said[PROBE_STEPS : PROBE_STEPS + EARLY_STEPS] == [False] * EARLY_STEPS
+    assert said[PROBE_STEPS + EARLY_STEPS :] == [True] * (STEPS - PROBE_STEPS - EARLY_STEPS)
 
 
 @pytest.mark.parametrize("scripted", [True], indirect=True)
 def test_raw_is_kept_when_packing_costs_more_than_it_saves(
-    scripted: ScriptedSingleServer,
+    scripted: ScriptedSingleServer, session: SyncSession
 ) -> None:
-    session = SyncSession.connect(scripted.url)
-    try:
-        policy = session.compression_policy
-        assert policy is not None
-        steps_of(session, STEPS)
-        assert policy.compress is False
-        cost_packed, cost_raw = policy.cost(True), policy.cost(False)
-        assert cost_packed is not None
-        assert cost_raw is not None
-        assert cost_raw < cost_packed
-    finally:
-        session.close()
-    asked = [r.get("compress") for r in scripted.requests if r["type"] == "step"]
-    assert asked[-4:] == [False] * 4
+    steps_of(session, STEPS)
+    policy = policy_of(session)
+    assert policy.compress is False
+    cost_packed, cost_raw = policy.cost(True), policy.cost(False)
+    assert cost_packed is not None
+    assert cost_raw is not None
+    assert cost_raw < cost_packed
+    assert asked(scripted)[-4:] == [False] * 4
 
 
 @pytest.mark.parametrize("scripted", [False], indirect=True)
 def test_json_replies_are_not_measured_and_requests_stop_carrying_the_key(
-    scripted: ScriptedSingleServer,
+    scripted: ScriptedSingleServer, session: SyncSession
 ) -> None:
-    session = SyncSession.connect(scripted.url)
-    try:
-        policy = session.compression_policy
-        assert policy is not None
-        small = {"type": "step", "data": {"small": True}}
-        for _ in range(3):
-            session.request_observation(small)
-        steps_of(session, 2)  # binary again: the next requests ask again
-        assert policy.cost(True) is not None  # the last step only (it asked)
-        assert policy.cost(False) is None
-    finally:
-        session.close()
-    steps = [r for r in scripted.requests if r["type"] == "step"]
-    assert [("compress" in r) for r in steps] == [True, False, False, False, True]
+    steps_of(session, 3, {"small": True})
+    steps_of(session, 2)  # binary again: the next requests ask again
+    policy = policy_of(session)
+    assert policy.cost(True) is not None  # the last step only (it asked)
+    assert policy.cost(False) is None
+    assert [said is not None for said in asked(scripted)] == [True, False, False, False, True]
 
 
 # --------------------------------------------------------------------------- our Pong server
