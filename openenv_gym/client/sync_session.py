@@ -27,7 +27,7 @@ from openenv_gym.errors import (
     SessionClosedError,
 )
 from openenv_gym.wire.compressed import COMPRESS_KEY, compression_offer, measured_offer
-from openenv_gym.wire.compression_policy import CompressionPolicy
+from openenv_gym.wire.compression_policy import WARMUP_STEPS, CompressionPolicy
 from openenv_gym.wire.encoding import Encoding
 from openenv_gym.wire.messages import (
     MessageType,
@@ -83,7 +83,7 @@ class SyncSession:
         assert agreed is not None  # one of the two is set
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
         self.encoding: Encoding = agreed
-        self.compression_policy = CompressionPolicy() if agreed.measured else None
+        self.compression_policy = CompressionPolicy(WARMUP_STEPS) if agreed.measured else None
         self._binary_replies = True  # whether the last observation came as a binary frame
 
     @property

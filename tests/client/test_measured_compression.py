@@ -37,14 +37,19 @@ from openenv_gym.envs.atari import atari_server
 from openenv_gym.server import ServerThread
 from openenv_gym.wire.binary import encode_observation_frame
 from openenv_gym.wire.compressed import MEASURED_SUBPROTOCOL, pack_frame
-from openenv_gym.wire.compression_policy import EARLY_STEPS, PROBE_STEPS, CompressionPolicy
+from openenv_gym.wire.compression_policy import (
+    EARLY_STEPS,
+    PROBE_STEPS,
+    WARMUP_STEPS,
+    CompressionPolicy,
+)
 from openenv_gym.wire.encoding import BINARY_ZSTD_MEASURED
 from openenv_gym.wire.messages import ObservationReply, encode_json, observation_message
 
 SCREEN = np.full((210, 160, 3), 144, np.uint8)
-STEPS = 2 * PROBE_STEPS + 4
+STEPS = WARMUP_STEPS + 2 * PROBE_STEPS + 4
 #: How long the scripted server holds the slow choice's reply (the fast one: no wait).
-SLOW = 0.030
+SLOW = 0.015
 
 
 class ScriptedSingleServer:
@@ -134,10 +139,11 @@ def test_packed_first_then_raw_and_packed_kept_when_raw_is_slow(
     steps_of(session, STEPS)
     assert policy_of(session).compress is True
     said = asked(scripted)
-    assert said[:PROBE_STEPS] == [True] * PROBE_STEPS
+    first = WARMUP_STEPS + PROBE_STEPS  # the warm-up, then the packed probe
+    assert said[:first] == [True] * first
     # The raw probe is clearly worse after EARLY_STEPS steps: it ends there.
-    assert said[PROBE_STEPS : PROBE_STEPS + EARLY_STEPS] == [False] * EARLY_STEPS
-    assert said[PROBE_STEPS + EARLY_STEPS :] == [True] * (STEPS - PROBE_STEPS - EARLY_STEPS)
+    assert said[first : first + EARLY_STEPS] == [False] * EARLY_STEPS
+    assert said[first + EARLY_STEPS :] == [True] * (STEPS - first - EARLY_STEPS)
 
 
 @pytest.mark.parametrize("scripted", [True], indirect=True)
@@ -159,11 +165,12 @@ def test_json_replies_are_not_measured_and_requests_stop_carrying_the_key(
     scripted: ScriptedSingleServer, session: SyncSession
 ) -> None:
     steps_of(session, 3, {"small": True})
-    steps_of(session, 2)  # binary again: the next requests ask again
+    steps_of(session, WARMUP_STEPS + 2)  # binary again: the next requests ask again
     policy = policy_of(session)
-    assert policy.cost(True) is not None  # the last step only (it asked)
+    assert policy.cost(True) is not None  # the last step only (after the warm-up)
     assert policy.cost(False) is None
-    assert [said is not None for said in asked(scripted)] == [True, False, False, False, True]
+    carried = [said is not None for said in asked(scripted)]
+    assert carried == [True, False, False, False] + [True] * (WARMUP_STEPS + 1)
 
 
 # --------------------------------------------------------------------------- our Pong server
@@ -190,7 +197,7 @@ def test_a_loopback_pong_server_agrees_and_plays_the_same_screens(pong_url: str)
         try:
             expected = "websocket+binary_zstd_measured" if compression == "auto" else None
             assert env.unwrapped.form == (expected or "websocket+binary")  # type: ignore[attr-defined]
-            seen[compression] = play(env, STEPS)
+            seen[compression] = play(env, 10)
         finally:
             env.close()
     for measured, raw in zip(seen["auto"], seen["off"], strict=True):
