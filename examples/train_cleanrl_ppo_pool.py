@@ -84,14 +84,23 @@ def main() -> None:
     parser.add_argument("--env-id", default="openenv/CartPole-v1")
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=4, help="sub-envs per recv()")
-    parser.add_argument("--total-steps", type=int, default=100_000)
-    parser.add_argument("--rollout", type=int, default=1024, help="transitions per update")
+    parser.add_argument(
+        "--total-steps", type=int, default=None, help="default 100000 (quick: 2048)"
+    )
+    parser.add_argument(
+        "--rollout",
+        type=int,
+        default=1024,
+        help="transitions per update (a recv() can bring up to batch_size - 1 more)",
+    )
+    parser.add_argument("--minibatch", type=int, default=256, help="transitions per gradient step")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="2048 steps: a smoke test")
+    parser.add_argument(
+        "--quick", action="store_true", help="2048 steps (unless --total-steps): a smoke test"
+    )
     args = parser.parse_args()
-    if args.quick:
-        args.total_steps = 2048
-    gamma, lam, clip, epochs, minibatch = 0.99, 0.95, 0.2, 4, 256
+    args.total_steps = args.total_steps or (2048 if args.quick else 100_000)
+    gamma, lam, clip, epochs = 0.99, 0.95, 0.2, 4
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # the servers share the cores
 
@@ -136,7 +145,7 @@ def main() -> None:
         pool.send(action.numpy(), ids)
 
         if collected >= args.rollout:
-            update(agent, optimizer, chains, gamma, lam, clip, epochs, minibatch)
+            update(agent, optimizer, chains, gamma, lam, clip, epochs, args.minibatch)
             chains = [Chain() for _ in range(args.num_envs)]
             collected = 0
             recent = np.mean(returns[-20:]) if returns else float("nan")
@@ -157,7 +166,12 @@ def update(
     epochs: int,
     minibatch: int,
 ) -> None:
-    """PPO's clipped update on every chain's transitions."""
+    """PPO's clipped update on every chain's transitions.
+
+    A rollout holds ``rollout`` to ``rollout + batch_size - 1`` transitions, so it is cut into
+    ``size // minibatch`` near-equal minibatches (none of them a stray few transitions whose
+    advantages cannot be normalized: one transition's ``std()`` is NaN).
+    """
     advantages = np.concatenate([c.advantages(gamma, lam) for c in chains if c.rewards])
     values = np.concatenate([c.values for c in chains if c.rewards]).astype(np.float32)
     b_obs = torch.as_tensor(np.stack([o for c in chains for o in c.obs]), dtype=torch.float32)
@@ -167,13 +181,12 @@ def update(
     b_returns = torch.as_tensor(advantages + values)
     size = len(b_actions)
     for _ in range(epochs):
-        order = torch.randperm(size)
-        for begin in range(0, size, minibatch):
-            index = order[begin : begin + minibatch]
+        for index in torch.randperm(size).tensor_split(max(1, size // minibatch)):
             _, logprob, entropy, value = agent.act(b_obs[index], b_actions[index])
             ratio = (logprob - b_logprobs[index]).exp()
             adv = b_advantages[index]
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            if len(adv) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
             value_loss = 0.5 * ((value - b_returns[index]) ** 2).mean()
             loss = policy_loss + 0.5 * value_loss - 0.01 * entropy.mean()

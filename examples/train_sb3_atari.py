@@ -1,16 +1,21 @@
-"""Stable-Baselines3 PPO (CnnPolicy) on remote Pong with frame stacking and normalization.
+"""Stable-Baselines3 PPO (CnnPolicy) on remote Pong, preprocessed on the server, batched.
 
-``gym.make("openenv/Atari-v0", game="pong", base_url=...)`` plays Pong on an
-``openenv-gym serve atari --game pong`` server (one child process serves every training env),
-with the server's ALE v5 defaults (frameskip 4). On top: SB3's own ``AtariWrapper`` (noop
-resets, life loss as episode end, fire on reset, 84x84 grayscale, reward clipping; its frame
-skip is 1 because the server already skips), ``VecFrameStack`` (4 frames) and ``VecNormalize``
-(returns; ``CnnPolicy`` scales pixels itself). Hyperparameters are RL-Zoo's Atari PPO ones.
-Two CPU cores will not reach a winning score; the script reports the steps/s it trains at.
+``make_vec_env("openenv/Atari-v0", n_envs=8, env_kwargs=...)`` starts one
+``openenv-gym serve atari`` child process for the 8 sessions and steps them together (one
+frame per server connection per step). The server does what SB3's ``AtariWrapper`` and
+``VecFrameStack`` do (no-op and fire resets, life loss as episode end, frame skip 4 with a
+max-pool, 84x84 grayscale, clipped rewards, 4 stacked frames), chosen with envpool's option
+names (``ATARI_WRAPPER_OPTIONS``: ``noop_max=30, frame_skip=4, episodic_life=True,
+use_fire_reset=True, reward_clip=True``, 84x84 grayscale, ``stack_num=4``), so only
+``(4, 84, 84)`` ``uint8`` frames cross the wire.
+``VecNormalize`` normalizes returns; ``CnnPolicy`` scales pixels itself. Hyperparameters are
+RL-Zoo's Atari PPO ones. Two CPU cores will not reach a winning score; the script reports the
+steps/s it trains at.
 
-    python examples/train_sb3_atari.py                 # remote, 100k steps
-    python examples/train_sb3_atari.py --local         # the same on local ale-py ALE/Pong-v5
-    python examples/train_sb3_atari.py --quick         # a few hundred steps, smoke test
+    python examples/train_sb3_atari.py                  # remote, 100k steps
+    python examples/train_sb3_atari.py --local          # SB3's make_atari_env on local ale-py
+    python examples/train_sb3_atari.py --local --subproc  # the same in SubprocVecEnv
+    python examples/train_sb3_atari.py --quick          # a few hundred steps, smoke test
 """
 
 from __future__ import annotations
@@ -22,12 +27,18 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3 import PPO
-from stable_baselines3.common.atari_wrappers import AtariWrapper
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecFrameStack,
+    VecNormalize,
+)
 
 import openenv_gym
-from openenv_gym.providers.local import LocalServerProcess
+from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
+from openenv_gym.integrations.sb3 import make_vec_env
 
 REMOTE_ID = "openenv/Atari-v0"
 
@@ -37,27 +48,41 @@ def linear_schedule(initial: float) -> Callable[[float], float]:
     return lambda progress_remaining: progress_remaining * initial
 
 
-def env_factory(base_url: str | None) -> Callable[[], gym.Env[Any, Any]]:
-    """One Pong env (remote when ``base_url`` is given, else local ale-py), SB3-wrapped."""
+def remote_pong(n_envs: int, seed: int, base_url: str | None) -> VecEnv:
+    """``n_envs`` preprocessed Pong sessions as one batched SB3 ``VecEnv``."""
+    kwargs: dict[str, Any] = {"game": "pong", **ATARI_WRAPPER_OPTIONS}
+    if base_url is not None:  # a server started with the same options (--stack-num 4 ...)
+        kwargs = {"base_url": base_url}
+    return make_vec_env(REMOTE_ID, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
 
-    def make() -> gym.Env[Any, Any]:
-        if base_url is None:
-            import ale_py
 
-            gym.register_envs(ale_py)
-            env: gym.Env[Any, Any] = gym.make("ALE/Pong-v5")
-        else:
-            env = gym.make(REMOTE_ID, game="pong", base_url=base_url)
-        return AtariWrapper(Monitor(env), frame_skip=1)
+def local_pong_env(**kwargs: Any) -> Any:
+    """``gym.make("ALE/Pong-v5", **kwargs)``, registering ale-py's ids first (in any process)."""
+    import ale_py
+    import gymnasium as gym
 
-    return make
+    gym.register_envs(ale_py)
+    return gym.make("ALE/Pong-v5", **kwargs)
+
+
+def local_pong(n_envs: int, seed: int, subproc: bool) -> VecEnv:
+    """SB3's own pipeline on local ale-py: ``make_atari_env`` + ``VecFrameStack``."""
+    venv = make_atari_env(
+        local_pong_env,  # a callable: SubprocVecEnv's workers register ALE's ids themselves
+        n_envs=n_envs,
+        seed=seed,
+        env_kwargs={"frameskip": 1},  # AtariWrapper skips 4 frames with its max-pool
+        vec_env_cls=SubprocVecEnv if subproc else DummyVecEnv,
+    )
+    return VecFrameStack(venv, n_stack=4)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few hundred steps, smoke test")
     parser.add_argument("--local", action="store_true", help="local ale-py instead of a server")
-    parser.add_argument("--base-url", default=None, help="a running atari server")
+    parser.add_argument("--subproc", action="store_true", help="with --local: SubprocVecEnv")
+    parser.add_argument("--base-url", default=None, help="a running, preprocessing atari server")
     parser.add_argument("--timesteps", type=int, default=None, help="default 100000 (quick: 256)")
     parser.add_argument("--n-envs", type=int, default=None, help="default 8 (quick: 2)")
     parser.add_argument("--seed", type=int, default=0)
@@ -65,23 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     timesteps = args.timesteps or (256 if args.quick else 100_000)
     n_envs = args.n_envs or (2 if args.quick else 8)
 
-    server: LocalServerProcess | None = None
-    base_url: str | None = None
-    if not args.local:
+    if args.local:
+        where = f"local ALE/Pong-v5 ({'SubprocVecEnv' if args.subproc else 'DummyVecEnv'})"
+        inner = local_pong(n_envs, args.seed, args.subproc)
+    else:
         if REMOTE_ID not in gym.registry:
             parser.error(f"{REMOTE_ID} is not registered in this openenv-gym; use --local")
-        base_url = args.base_url
-        if base_url is None:
-            server = LocalServerProcess(["atari", "--game", "pong"])
-            base_url = server.start()
-    where = "local ALE/Pong-v5" if args.local else f"remote Pong at {base_url}"
+        where = "remote Pong (preprocessed on the server)"
+        inner = remote_pong(n_envs, args.seed, args.base_url)
     print(f"openenv-gym {openenv_gym.__version__}: PPO CnnPolicy on {where}, {timesteps} steps")
-    venv = VecNormalize(
-        VecFrameStack(DummyVecEnv([env_factory(base_url)] * n_envs), n_stack=4),
-        norm_obs=False,
-        norm_reward=True,
-    )
-    venv.seed(args.seed)
+    venv = VecNormalize(inner, norm_obs=False, norm_reward=True)
     try:
         n_steps = 64 if args.quick else 128
         model = PPO(
@@ -104,11 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         episodes = [info for info in model.ep_info_buffer]
     finally:
         venv.close()
-        if server is not None:
-            server.stop()
     if episodes:
         mean = sum(e["r"] for e in episodes) / len(episodes)
-        games = f"{len(episodes)} finished games, mean score {mean:.1f}"
+        games = f"{len(episodes)} finished episodes, mean return {mean:.1f}"
     else:  # a Pong game lasts ~800 steps per env: --quick ends before the first one
         games = f"no game finished yet in {model.num_timesteps // n_envs} steps per env"
     print(

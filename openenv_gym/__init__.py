@@ -1,6 +1,7 @@
 """openenv-gym: remote OpenEnv environments as Gymnasium envs.
 
-Importing the package registers the ``openenv/...`` Gymnasium ids.
+Importing the package registers the ``openenv/...`` Gymnasium ids. It loads the client only:
+no server module, no server env, no optional extra (a server loads when one is started).
 
 Example:
     >>> import gymnasium as gym
@@ -9,7 +10,8 @@ Example:
     True
 """
 
-from openenv_gym.config import ExperimentConfig, load_experiment, make_from_config
+from typing import TYPE_CHECKING
+
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.gymnasium.client import make_gymnasium_env
 from openenv_gym.envs.registry import SERVED_GYMNASIUM_IDS
@@ -32,9 +34,18 @@ from openenv_gym.errors import (
     ToolCallRefusedError,
     UnsupportedRenderModeError,
 )
+from openenv_gym.extras import lazy_exports
 from openenv_gym.registration import register_all, register_envs
 from openenv_gym.vector import OpenEnvPool, OpenEnvVectorEnv, make_pool
 from openenv_gym.version import __version__
+
+if TYPE_CHECKING:
+    from openenv_gym.config import ExperimentConfig, load_experiment, make_from_config
+
+# The experiment files load the wrappers and the trajectory writer: only when asked for.
+__getattr__ = lazy_exports(
+    __name__, {"openenv_gym.config": ("ExperimentConfig", "load_experiment", "make_from_config")}
+)
 
 register_all()
 

@@ -8,33 +8,47 @@ runs. In a tight stepping loop the two ends answer each other within tens or hun
 the frame lands: neither side pays for a wake-up. Both ends use it by default:
 
 * the server after each event-loop turn's replies, waiting for the next request
-  (``--busy-poll-us``), while the measured gaps between requests say it pays
-  (:mod:`openenv_gym.server.turn_end`);
+  (``--busy-poll-us``; :mod:`openenv_gym.server.turn_end`);
 * the client after each request, waiting for the reply (``busy_poll=`` of the envs).
 
-The spin is adaptive, bounded and polite:
+One rule, :class:`SpinRule`, decides on both ends whether a wait spins, from two
+measurements (docs/vector.md has the figures behind it):
 
-* **bounded**: at most ``budget`` seconds per wait, then the caller sleeps as before;
-* **adaptive**: after :data:`MAX_MISSES` spins in a row that found nothing (a learner busy
-  with a gradient update, an environment slower than the budget, a human at a prompt) it
-  stops spinning, and starts again once a frame comes within the budget;
-* **polite**: each turn of the spin yields the core (``sched_yield``), so a spinning
-  process never keeps a runnable one (a server worker stepping its envs, the learner) off
-  its core: spinning uses only a core that would otherwise idle;
-* **hybrid** (the client's): like the Linux block layer's hybrid polling, it first sleeps
-  through part of the usual wait (:data:`NAP_SHARE` of a moving average of the waits its
-  spins ended, less the timer's overshoot), then spins until ``budget`` is spent. A reply that
-  takes 250 µs costs the client one short sleep and about 100 µs of spinning instead of
-  250 µs of spinning, and still finds it awake. A nap that overshoots a reply makes the
-  next ones shorter (the measured wait feeds the average), so it settles below the reply
-  time. (The server does not nap: a nap cannot end early, and a request that lands during
-  one waits for it; measured, it cost a third of the steps/s.)
+* **the gaps**: each wait's gap until the frame came, measured by the spin when it spins
+  and by the sleeping path when it does not. A gap under :data:`READY_GAP` (the frame was
+  already there) is neither gain nor cost; a gap within the budget is a wake-up saved,
+  worth :data:`WAKE_UP_COST`; a longer one is a spin that found nothing and burnt the whole
+  budget. The rule spins while a moving average of these scores is positive: at least
+  ``budget / WAKE_UP_COST`` saved wake-ups must come for each wasted budget (a learner busy
+  with a gradient update, a slow environment, a link of milliseconds stop it);
+* **the preemption**: a spin yields the core at each turn (``sched_yield``), so it never
+  keeps a runnable process off its core; but when the cores are oversubscribed (more
+  runnable processes than cores: other experiments, data loaders, a learner's threads)
+  every yield hands the core to another process for a whole time slice, and the frame
+  waits for the spinner to be scheduled again. A spin that had the CPU for less than
+  :data:`MIN_CPU_SHARE` of its wall time (``time.thread_time`` against the clock) was
+  preempted: the rule stops spinning, the waits sleep in ``select``, and one spin probes
+  again after :data:`FIRST_QUIET` seconds, doubled after each preempted probe up to
+  :data:`MAX_QUIET`; a probe that keeps the CPU brings spinning back. So busy-polling on
+  a loaded machine costs one probe every few seconds, and an idle machine gets it back
+  within :data:`MAX_QUIET` seconds.
 
-So an idle or slow peer costs :data:`MAX_MISSES` budgets of CPU at worst, and a fast one
-gets its frames without wake-ups. ``python -m benchmarks.ws_stack`` and the throughput
-benchmark show the effect.
+The spin is also bounded (at most ``budget`` seconds per wait, then the caller sleeps as
+before), and the client's is **hybrid**: like the Linux block layer's hybrid polling, it
+first sleeps through part of the usual wait (:data:`NAP_SHARE` of a moving average of the
+waits its spins ended, less the timer's overshoot), then spins until ``budget`` is spent. A
+reply that takes 250 µs costs the client one short sleep and about 100 µs of spinning
+instead of 250 µs of spinning, and still finds it awake. (The server does not nap: a nap
+cannot end early, and a request that lands during one waits for it; measured, it cost a
+third of the steps/s.)
 
 Example:
+    >>> rule = SpinRule(budget=500e-6)
+    >>> rule.spin_pays(now=0.0)
+    True
+    >>> rule.note_spin(wall=400e-6, cpu=40e-6, now=0.0)  # preempted: 10% of the CPU
+    >>> rule.spin_pays(now=0.1), rule.spin_pays(now=0.3)  # quiet, then one probe
+    (False, True)
     >>> poller = BusyPoller(budget=50e-6)
     >>> poller.spin()   # no sockets registered: returns at once
     False
@@ -42,6 +56,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import select
@@ -55,9 +70,21 @@ from openenv_gym.errors import EnvConfigError
 DEFAULT_BUSY_POLL: Final = 500e-6
 #: The client's spin after a request, in seconds (``busy_poll=`` of the envs).
 DEFAULT_CLIENT_BUSY_POLL: Final = 300e-6
-#: After this many misses in a row (nothing within the budget) the spin pauses until a frame
-#: arrives within the budget of the wait's start again.
-MAX_MISSES: Final = 3
+#: Gaps shorter than this (seconds) found the frame already there: no wake-up to save.
+READY_GAP: Final = 20e-6
+#: What a saved wake-up is worth, in seconds of round-trip time (a VM's inter-processor
+#: interrupt to wake the sleeping side, and its way back to running: tens of µs each).
+WAKE_UP_COST: Final = 50e-6
+#: Weight of a new gap in the moving average of :class:`SpinRule`.
+SCORE_SMOOTHING: Final = 1 / 64
+#: A spin that had the CPU for less than this share of its wall time was preempted.
+MIN_CPU_SHARE: Final = 0.5
+#: Spins shorter than this (seconds) are not judged for preemption (too short to tell).
+MIN_JUDGED_SPIN: Final = 20e-6
+#: Seconds without spinning after a first preempted spin; doubled after each preempted probe.
+FIRST_QUIET: Final = 0.25
+#: The longest quiet between two probes, in seconds.
+MAX_QUIET: Final = 4.0
 #: The longest spin ``busy_poll=`` accepts, in seconds (as ``--busy-poll-us``'s 100000).
 MAX_BUSY_POLL: Final = 0.1
 #: What a sleep overshoots by (Linux's default 50 µs timer slack, and the wake-up), seconds:
@@ -73,6 +100,8 @@ MIN_NAP: Final = 30e-6
 WAIT_SMOOTHING: Final = 0.1
 
 _yield = getattr(os, "sched_yield", lambda: None)  # not on Windows: spin without yielding
+
+logger = logging.getLogger(__name__)
 
 
 def check_busy_poll(busy_poll: Any) -> float:
@@ -94,11 +123,87 @@ def check_busy_poll(busy_poll: Any) -> float:
     return float(busy_poll)
 
 
+class SpinRule:
+    """Whether a wait spins, from the measured gaps and from whether spins are preempted
+    (see the module docstring). Fed measurements, it decides; it reads no clock itself.
+
+    Args:
+        budget: The spin's budget in seconds (the longest spin per wait).
+    """
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        #: Moving average of the gaps' scores, in seconds (positive: spinning pays).
+        self.score = WAKE_UP_COST
+        #: Waits measured, spins judged and found preempted (for tests and the log).
+        self.gaps = 0
+        self.spins = 0
+        self.preemptions = 0
+        #: Whether the last gap was one a spin would have saved (a wake-up within budget).
+        self.last_saved = False
+        #: No spin before this time (``time.perf_counter`` seconds): a spin was preempted.
+        self.quiet_until = 0.0
+        #: The quiet after the next preempted spin.
+        self.quiet_for = FIRST_QUIET
+
+    @property
+    def gaps_pay(self) -> bool:
+        """Whether the gaps say spinning pays (preemption aside)."""
+        return self.score > 0
+
+    def spin_pays(self, now: float) -> bool:
+        """Whether a wait starting at ``now`` should spin."""
+        return self.score > 0 and now >= self.quiet_until
+
+    def note_gap(self, gap: float) -> None:
+        """Score one wait whose frame came ``gap`` seconds after it started (a gap of at
+        least the budget: a spin would have found nothing)."""
+        self.gaps += 1
+        self.last_saved = False
+        if gap < READY_GAP:
+            value = 0.0
+        elif gap <= self.budget:
+            value = WAKE_UP_COST
+            self.last_saved = True
+        else:
+            value = -self.budget
+        pays = self.score > 0
+        self.score += SCORE_SMOOTHING * (value - self.score)
+        if pays != (self.score > 0):
+            self._log("the gaps to the next frame score %+.1f us per wait", 1e6 * self.score)
+
+    def note_spin(self, wall: float, cpu: float, now: float) -> None:
+        """Judge one spin that lasted ``wall`` seconds and had ``cpu`` seconds of CPU,
+        ending at ``now``: preempted, the rule goes quiet; kept, a probe brings it back."""
+        if wall < MIN_JUDGED_SPIN:
+            return
+        self.spins += 1
+        if cpu < MIN_CPU_SHARE * wall:
+            self.preemptions += 1
+            self.quiet_until = now + self.quiet_for
+            self._log(
+                "preempted (%.0f%% of the CPU), quiet for %.2f s", 100 * cpu / wall, self.quiet_for
+            )
+            self.quiet_for = min(2 * self.quiet_for, MAX_QUIET)
+        elif self.quiet_for != FIRST_QUIET:
+            self.quiet_for = FIRST_QUIET
+            self._log("a probe kept the CPU (%.0f%%): spinning again", 100 * cpu / wall)
+
+    def _log(self, what: str, *args: float) -> None:
+        logger.debug(
+            "busy-polling: " + what + " (after %d waits, %d spins judged)",
+            *args,
+            self.gaps,
+            self.spins,
+        )
+
+
 class BusyPoller:
     """Spins on a set of file descriptors for a bounded time; see the module docstring.
 
     Call :meth:`spin` when a wait starts (after a reply, or after a request) and
-    :meth:`arrived` when a frame came in by the sleeping path, so the spin re-arms.
+    :meth:`arrived` when the frame came, so the wait is measured when the spin did not.
+    :attr:`rule` decides whether a wait spins.
 
     Args:
         budget: The longest spin per wait, in seconds; ``0`` disables spinning.
@@ -116,10 +221,12 @@ class BusyPoller:
         self.hybrid = hybrid
         #: Moving average of the waits a hybrid spin has seen, in seconds.
         self.usual_wait: float | None = None
+        #: Decides whether a wait spins.
+        self.rule = SpinRule(budget)
         self._poll = select.poll()
         self._fds: set[int] = set()
-        self._misses = 0
         self._started_at = time.perf_counter()
+        self._unmeasured = False  # the last wait did not spin: arrived() measures it
 
     def register(self, fd: int) -> None:
         """Watch ``fd`` (a connection's socket) for readability."""
@@ -136,7 +243,10 @@ class BusyPoller:
     @property
     def spinning(self) -> bool:
         """Whether the next :meth:`spin` spins (it is armed and has something to watch)."""
-        return self.budget > 0 and self._misses < MAX_MISSES and bool(self._fds)
+        return self._spins_at(time.perf_counter())
+
+    def _spins_at(self, now: float) -> bool:
+        return self.budget > 0 and bool(self._fds) and self.rule.spin_pays(now)
 
     def _nap(self) -> float:
         """How long a hybrid spin sleeps first (``0``: it spins at once)."""
@@ -151,48 +261,63 @@ class BusyPoller:
         self.usual_wait = waited if usual is None else usual + WAIT_SMOOTHING * (waited - usual)
 
     def arrived(self) -> None:
-        """Note a frame that came while not spinning: one within the budget of the wait's
-        start re-arms a paused spin."""
-        if self._misses >= MAX_MISSES and time.perf_counter() - self._started_at <= self.budget:
-            self._misses = 0
+        """Note that the frame of the wait came: measured when the wait did not spin."""
+        if self._unmeasured:
+            self._unmeasured = False
+            self.rule.note_gap(time.perf_counter() - self._started_at)
 
     def spin(self) -> bool:
         """Poll the registered descriptors until one is readable or the budget is spent
-        (a hybrid spin naps through the first part of it).
+        (a hybrid spin naps through the first part of it), if :attr:`rule` says it pays.
 
         Returns whether one became readable (the caller reads it without sleeping).
         """
         now = time.perf_counter()
         self._started_at = now
-        if not self.spinning:
+        if not self._spins_at(now):
+            self._unmeasured = self.budget > 0
             return False
+        self._unmeasured = False
         nap = self._nap()
         if nap:
             time.sleep(nap)
         deadline = now + self.budget  # the nap counts: a spin never outlasts the budget
         poll = self._poll.poll
         clock = time.perf_counter
+        spun_at, cpu_at = clock(), time.thread_time()
         while True:
-            if poll(0):
-                if self.hybrid:
-                    self._note_wait(clock() - now)
-                self._misses = 0
-                return True
-            if clock() >= deadline:
-                self._misses += 1
-                return False
+            found = bool(poll(0))
+            end = clock()
+            if found or end >= deadline:
+                break
             _yield()
+        rule = self.rule
+        rule.note_spin(end - spun_at, time.thread_time() - cpu_at, end)
+        if found:
+            if self.hybrid:
+                self._note_wait(end - now)
+            rule.note_gap(end - now)
+        else:
+            rule.note_gap(self.budget + READY_GAP)
+        return found
 
 
 __all__ = [
     "DEFAULT_BUSY_POLL",
     "DEFAULT_CLIENT_BUSY_POLL",
+    "FIRST_QUIET",
     "MAX_BUSY_POLL",
-    "MAX_MISSES",
+    "MAX_QUIET",
+    "MIN_CPU_SHARE",
+    "MIN_JUDGED_SPIN",
     "MIN_NAP",
     "NAP_OVERSHOOT",
     "NAP_SHARE",
+    "READY_GAP",
+    "SCORE_SMOOTHING",
     "WAIT_SMOOTHING",
+    "WAKE_UP_COST",
     "BusyPoller",
+    "SpinRule",
     "check_busy_poll",
 ]

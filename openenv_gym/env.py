@@ -2,9 +2,10 @@
 
 The env talks to ``{base_url}/ws`` over one WebSocket (one server-side env instance), or over
 HTTP where the server has no ``/ws``; ``env.form`` says which (:mod:`openenv_gym.client.session`).
-Its spaces come from the Pydantic models when given, else from the server's
-``GET /schema`` (see :mod:`openenv_gym.spaces`). Actions are checked against the action
-space before anything is sent; observations are decoded to exactly the observation space.
+Its spaces come from the models when given, else from the server's ``GET /schema``, else its
+``GET /openapi.json`` (:mod:`openenv_gym.spaces.sources`; :attr:`space_sources` names them).
+Actions are checked against the action space before anything is sent; observations are
+decoded to exactly the observation space.
 
 Wire -> Gymnasium mapping:
 
@@ -41,7 +42,6 @@ from typing import Any, Final
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, check_busy_poll
 from openenv_gym.client import (
@@ -119,9 +119,11 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``provider`` to have a server started (and stopped on :meth:`close`).
         provider: Starts the server (e.g. :class:`~openenv_gym.providers.LocalServerProcess`).
             The env owns it: :meth:`close` stops it.
-        action_model: The server's Pydantic action class; when given with
-            ``observation_model``, ``GET /schema`` is not needed.
-        observation_model: The server's Pydantic observation class.
+        action_model: The server's action class (Pydantic or a dataclass: the env's own
+            ``models.py``); used whatever the server serves. Without it the action comes
+            from ``GET /schema``, else ``GET /openapi.json`` (:attr:`space_sources`).
+        observation_model: The server's observation class (Pydantic or a dataclass); without
+            it, ``GET /schema``, ``GET /openapi.json``, else the first observation.
         action_field_spaces: Explicit spaces for action fields the schema cannot describe
             (e.g. ``{"action_id": Discrete(6)}``).
         observation_field_spaces: Explicit spaces for observation fields.
@@ -179,8 +181,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         base_url: str | None = None,
         *,
         provider: ServerProvider | None = None,
-        action_model: type[BaseModel] | None = None,
-        observation_model: type[BaseModel] | None = None,
+        action_model: type[Any] | None = None,
+        observation_model: type[Any] | None = None,
         action_field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
         observation_field_spaces: Mapping[str, spaces.Space[Any]] | None = None,
         observation_field_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -241,7 +243,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 token=self._token,
                 compression=compression,
             )
-            schema = self._schemas(action_model, observation_model)
+            found = self._mapper().find_schemas(action_model, observation_model, self._adapt_schema)
+            #: Where the action and observation schemas came from (``.describe()``).
+            self.space_sources = found.sources
+            schema = found.schema
             self._action_codec, self._observation_codec = self._build_codecs(schema)
             self.action_space = self._action_codec.space
             self.observation_space = self._observation_codec.space
@@ -257,7 +262,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                     f"render_mode={render_mode!r} is not available here: this env's render "
                     f"modes are {render_modes} (metadata['render_modes']): 'rgb_array' needs an "
                     "observation holding a uint8 (H, W, 3) image or a server that renders "
-                    f"frames; this env's observation space is {self.observation_space}"
+                    f"frames; this env's observation space is {self.observation_space}. A "
+                    "gymnasium server draws classic-control envs with pygame: pip install "
+                    "'openenv-gym[render]' where it runs (the embedded server: here)"
                 )
             self.render_mode = render_mode
             if open_session:
@@ -285,14 +292,6 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             probe=lambda schema: probe_session(self._open_session(), schema, reset_kwargs),
             probe_key=repr(sorted(reset_kwargs.items())),
         )
-
-    def _schemas(
-        self,
-        action_model: type[BaseModel] | None,
-        observation_model: type[BaseModel] | None,
-    ) -> dict[str, Any]:
-        """The action and observation JSON Schemas: the models', else ``GET /schema``'s."""
-        return self._mapper().schemas(action_model, observation_model, self._adapt_schema)
 
     def _build_codecs(self, schema: Mapping[str, Any]) -> tuple[ActionCodec, ObservationCodec]:
         """Map both schemas (:mod:`openenv_gym.env_mapping`); sets :attr:`tools` for an

@@ -1,6 +1,13 @@
 """How an :class:`~openenv_gym.env.OpenEnvEnv` gets its codecs from a server.
 
-* The JSON Schemas: the Pydantic models when given, else ``GET /schema``.
+* The JSON Schemas, each from a named source (:mod:`openenv_gym.spaces.sources`): the
+  user's models (Pydantic or dataclass) when given, else ``GET /schema``, else FastAPI's
+  ``GET /openapi.json``, else (the observation only) the first observation. The sources
+  are logged once per server and kept as :attr:`FoundSchemas.sources
+  <openenv_gym.spaces.sources.FoundSchemas>` (``env.unwrapped.space_sources``).
+* A catalog env whose action size no server declares (maze, connect4, the OpenSpiel
+  games): the profile matching the server's identity (``GET /metadata``'s name, the schema's
+  fingerprint, the game it reports), :mod:`openenv_gym.spaces.catalog`.
 * An MCP tool env (a tool-call action schema and a tool list): the codecs of
   :mod:`openenv_gym.spaces.tools`.
 * Anything else: :func:`~openenv_gym.spaces.action_codec` and
@@ -26,31 +33,47 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel
 
-from openenv_gym.client import Session, fetch_schema
+from openenv_gym.client import Session, fetch_schema, get_json
 from openenv_gym.client.mcp_tools import fetch_tools
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
+from openenv_gym.spaces.catalog import UNSIZED, match_profile
 from openenv_gym.spaces.inference import (
     ActionHints,
     Inference,
     declared_count,
     is_legal_actions_name,
+    space_source,
 )
 from openenv_gym.spaces.problems import ENV_KEYWORDS, MappingProblem, format_problems
+from openenv_gym.spaces.sources import (
+    X_FROM_FIRST_OBSERVATION,
+    FoundSchemas,
+    SpaceSources,
+    find_schemas,
+    observation_schema_from_sample,
+)
 from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
 from openenv_gym.spaces.tools import tool_codecs
-from openenv_gym.wire.messages import StateReply, reset_message, state_message
+from openenv_gym.wire.messages import (
+    HEALTH_PATH,
+    METADATA_PATH,
+    StateReply,
+    reset_message,
+    state_message,
+)
 
 logger = logging.getLogger("openenv_gym")
 _Codec = TypeVar("_Codec", ActionCodec, ObservationCodec)
 _LOGGED_INFERENCES: set[tuple[str, str]] = set()
+#: Where a FastAPI app keeps its OpenAPI document (its typed models among it).
+OPENAPI_PATH = "/openapi.json"
 
 #: One reset for open shapes: the schemas -> the sample observation and the action hints.
 Probe = Callable[[Mapping[str, Any]], tuple[dict[str, Any], ActionHints]]
@@ -84,6 +107,14 @@ def log_inferences(base_url: str, inferred: Sequence[Inference]) -> None:
         )
 
 
+def log_sources(base_url: str, sources: SpaceSources) -> None:
+    """Log where the action and observation schemas came from, once per process and server."""
+    key = (base_url, "sources: " + sources.describe())
+    if key not in _LOGGED_INFERENCES:
+        _LOGGED_INFERENCES.add(key)
+        logger.info("%s: spaces: %s", base_url, sources.describe())
+
+
 def probe_session(
     session: Session, schema: Mapping[str, Any], reset_kwargs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], ActionHints]:
@@ -101,7 +132,32 @@ def probe_session(
     if isinstance(fields.get("action_spec"), dict):
         spec = fields["action_spec"]
     count = declared_count(fields, sample.get("metadata"), reply.metadata)
-    return sample, ActionHints(legal=legal, spec=spec, count=count)
+    return sample, ActionHints(legal=legal, spec=spec, count=count, state=dict(fields))
+
+
+def options_source(options: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The mapping options as source items for :func:`~openenv_gym.spaces.problems.
+    combined_kwargs`: a refusal's line to paste keeps what the user already passed.
+
+    Example:
+        >>> options_source({"action_field_spaces": {"a": spaces.Discrete(3)},
+        ...                 "observation_field_shapes": {"b": [2]}, "observation_exclude": ["c"]})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'action_field_spaces': ["'a': gymnasium.spaces.Discrete(3)"],
+         'observation_field_shapes': ["'b': (2,)"], 'observation_exclude': ["'c'"]}
+    """
+    out: dict[str, list[str]] = {}
+    for name, value in options.items():
+        if not value:
+            continue
+        if isinstance(value, Mapping):
+            out[name] = [
+                f"{key!r}: " + (space_source(v) if isinstance(v, spaces.Space) else repr(tuple(v)))
+                for key, v in value.items()
+            ]
+        else:
+            out[name] = [repr(v) for v in value]
+    return out
 
 
 @dataclass(frozen=True)
@@ -127,30 +183,87 @@ class SpaceMapper:
     probe: Probe | None = None
     probe_key: str = ""
 
-    def schemas(
+    def find_schemas(
         self,
-        action_model: type[BaseModel] | None,
-        observation_model: type[BaseModel] | None,
+        action_model: Any = None,
+        observation_model: Any = None,
         adapt: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
-    ) -> dict[str, Any]:
-        """The action and observation JSON Schemas: the models', else ``GET /schema``'s
-        (through ``adapt``, a client's completion of a server family's schema).
+    ) -> FoundSchemas:
+        """The action and observation JSON Schemas and their sources
+        (:func:`~openenv_gym.spaces.sources.find_schemas`): a model given for a role, else
+        ``GET /schema`` (through ``adapt``, a client's completion of a server family's
+        schema), else ``GET /openapi.json``, else (the observation) the first observation.
 
         Raises:
-            SpaceMappingError: A model is not a pydantic ``BaseModel`` subclass.
+            SpaceMappingError: No source gives the action (the error names
+                ``action_model=``), or a model is neither Pydantic nor a dataclass.
         """
-        schema: dict[str, Any] = {}
+        schema: dict[str, Any] | None = None
+        openapi: dict[str, Any] | None = None
+        tried: list[str] = []
         if action_model is None or observation_model is None:
-            schema = adapt(fetch_schema(self.base_url, timeout=self.timeout, token=self.token))
-        for role, model in (("action", action_model), ("observation", observation_model)):
-            if model is not None:
-                if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                    raise SpaceMappingError(
-                        f"expected {role}_model as a pydantic BaseModel subclass, got {model!r}",
-                        field="",
-                    )
-                schema[role] = model.model_json_schema()
-        return schema
+            try:
+                schema = adapt(fetch_schema(self.base_url, timeout=self.timeout, token=self.token))
+            except NotAnOpenEnvServerError as exc:
+                tried.append(f"GET /schema: {exc}")
+        lacking = [
+            role
+            for role, model in (("action", action_model), ("observation", observation_model))
+            if model is None and not (schema and isinstance(schema.get(role), dict))
+        ]
+        if lacking:
+            openapi = self._optional_json(OPENAPI_PATH, tried)
+        try:
+            found = find_schemas(
+                schema=schema,
+                openapi=openapi,
+                action_model=action_model,
+                observation_model=observation_model,
+                tried=tuple(tried),
+                call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+            )
+        except SpaceMappingError as exc:
+            if exc.field != "action" or action_model is not None:
+                raise
+            if schema is None and openapi is None:
+                self._require_health(tried)
+            metadata = self._optional_json(METADATA_PATH, [])
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            found = find_schemas(  # raises again, naming the server's own models
+                schema=schema,
+                openapi=openapi,
+                observation_model=observation_model,
+                tried=tuple(tried),
+                call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+                env_name=name if isinstance(name, str) else None,
+            )
+        log_sources(self.base_url, found.sources)
+        return found
+
+    def _require_health(self, tried: list[str]) -> None:
+        """Raise when nothing at the URL looks like an env server: no ``/schema``, no
+        ``/openapi.json`` and no healthy ``GET /health``.
+
+        Raises:
+            NotAnOpenEnvServerError: ``/health`` did not answer 2xx either.
+        """
+        health: list[str] = []
+        if self._optional_json(HEALTH_PATH, health) is None:
+            raise NotAnOpenEnvServerError(
+                f"{self.base_url} does not serve an OpenEnv environment: "
+                + "; ".join([*tried, *health])
+                + ". Is base_url the server's root (no path suffix), and is the server up?",
+                url=self.base_url,
+            )
+
+    def _optional_json(self, path: str, tried: list[str]) -> Any:
+        """``GET path``'s JSON body, or ``None`` (noted in ``tried``) when the server has
+        none there; an authentication or connection failure propagates."""
+        try:
+            return get_json(self.base_url, path, timeout=self.timeout, token=self.token)
+        except NotAnOpenEnvServerError as exc:
+            tried.append(f"GET {path}: {exc}")
+            return None
 
     def codecs(
         self, schema: Mapping[str, Any]
@@ -163,31 +276,56 @@ class SpaceMapper:
         tools = self._tool_codecs(schema)
         if tools is not None:
             return tools
+        probe, probed_as, facts = self.probe, schema, ""
+        if schema["observation"].get(X_FROM_FIRST_OBSERVATION) and probe is not None:
+            sample, _ = self._probed(probe, probed_as)
+            schema = {**schema, "observation": observation_schema_from_sample(sample)}
         act, obs, problems = self._map(schema, None, None)
-        if problems and any(p.needs_data for p in problems) and self.probe is not None:
-            key = (
-                self.base_url,
-                json.dumps(schema, sort_keys=True, default=repr),
-                repr(sorted(self.options.items())),
-                self.probe_key,
-            )
-            if key not in _PROBED:
-                _PROBED[key] = self.probe(schema)
-            sample, hints = _PROBED[key]
+        if problems and any(p.needs_data for p in problems) and probe is not None:
+            sample, hints = self._probed(probe, probed_as)
             act, obs, problems = self._map(schema, sample, hints)
+            if act is None and hints.count is None:
+                metadata = self._optional_json(METADATA_PATH, [])
+                profile = match_profile(metadata, schema, hints.state)
+                count = profile.count_in(sample) if profile is not None else None
+                if profile is not None and count is not None:
+                    known = {profile.field: (count, profile.source)}
+                    act, obs, problems = self._map(schema, sample, replace(hints, known=known))
+                else:
+                    unsized = match_profile(metadata, schema, hints.state, UNSIZED)
+                    facts = f"Known facts: {unsized.source}" if unsized is not None else ""
         if problems or act is None or obs is None:
+            message = format_problems(
+                problems,
+                ENV_KEYWORDS,
+                call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
+                given=options_source(self.options),
+            )
+            if facts:  # before the call to paste, which stays the last line
+                *head, last = message.splitlines()
+                message = "\n".join([*head, facts, last])
             raise SpaceMappingError(
-                format_problems(
-                    problems,
-                    ENV_KEYWORDS,
-                    call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
-                ),
+                message,
                 field=problems[0].path if problems else "",
                 schema=problems[0].fragment if problems else None,
                 problems=tuple(problems),
             )
         log_inferences(self.base_url, (*act.inferred, *obs.inferred))
         return act, obs, ()
+
+    def _probed(
+        self, probe: Probe, schema: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], ActionHints]:
+        """``probe(schema)``, kept per server, schema, options and reset keys."""
+        key = (
+            self.base_url,
+            json.dumps(schema, sort_keys=True, default=repr),
+            repr(sorted(self.options.items())),
+            self.probe_key,
+        )
+        if key not in _PROBED:
+            _PROBED[key] = probe(schema)
+        return _PROBED[key]
 
     def _tool_codecs(
         self, schema: Mapping[str, Any]
@@ -273,5 +411,6 @@ __all__ = [
     "find_rgb_image",
     "forget_probes",
     "log_inferences",
+    "log_sources",
     "probe_session",
 ]

@@ -21,10 +21,11 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from openenv_gym.errors import MissingExtraError
 
@@ -116,11 +117,41 @@ def is_installed(module: str) -> bool:
     return spec is not None and spec.origin not in (None, "namespace")
 
 
+def lazy_exports(package: str, exports: Mapping[str, Sequence[str]]) -> Callable[[str], Any]:
+    """A package's module-level ``__getattr__`` that imports each exported name's module on
+    first use, so importing the package imports none of them (nor their extras).
+
+    Args:
+        package: The package's ``__name__`` (for the error message).
+        exports: Each module and the names of it the package exports.
+
+    Example:
+        >>> __getattr__ = lazy_exports("demo", {"json": ["dumps"]})
+        >>> __getattr__("dumps")([1])
+        '[1]'
+        >>> __getattr__("loads")
+        Traceback (most recent call last):
+        ...
+        AttributeError: module 'demo' has no attribute 'loads'
+    """
+
+    module_of = {name: module for module, names in exports.items() for name in names}
+
+    def attribute(name: str) -> Any:
+        module = module_of.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return attribute
+
+
 __all__ = [
     "EXTRAS",
     "Provider",
     "install_command",
     "is_installed",
+    "lazy_exports",
     "missing_extra",
     "optional_imports",
 ]

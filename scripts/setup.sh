@@ -31,7 +31,9 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "setup.sh: creating $venv with $("$python" --version 2>&1)"
     "$python" -m venv "$venv"
 fi
-pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# pip's own lines (Collecting ..., Installing collected packages ...) are the progress of a
+# `dev` install that takes minutes; no --quiet. No progress bars: CI logs keep every line.
+pip=("$venv/bin/python" -m pip install --progress-bar off --disable-pip-version-check)
 
 # The first release of OpenEnv, openenv-core==0.1.1 (HTTP only), for the tests of servers built
 # on it (tests/third_party_servers/): a venv of its own, beside .venv, since it and the official

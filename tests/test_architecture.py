@@ -8,7 +8,10 @@ and imports inside functions included.
 from __future__ import annotations
 
 import importlib.util
+import re
+import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
@@ -65,3 +68,57 @@ def test_the_checks_find_a_circle_and_an_upward_import() -> None:
         ["openenv_gym.cli.serve", "openenv_gym.wire.binary"]
     ]
     assert import_graph.upward_imports(made_up) == [made_up[0]]
+
+
+#: What the client path must not load: the server room, the server envs' server side, and
+#: the optional extras (their import names).
+_SERVER_SIDE = re.compile(
+    r"openenv_gym\.server(\.|$)"
+    r"|openenv_gym\.envs\.\w+\.(server|environment|models|opponents)$"
+    r"|openenv_gym\.(cli|bench|images|integrations|trajectories)(\.|$)"
+    r"|(ale_py|chess|docker|ray|torch|stable_baselines3|pyarrow|datasets|yaml|uvicorn|uvloop)$"
+)
+
+_CLIENT_PATH = """
+import sys
+import gymnasium as gym
+import openenv_gym
+after_import = sorted(sys.modules)
+assert "openenv/CartPole-v1" in gym.registry and "openenv/Atari-v0" in gym.registry
+env = gym.make("openenv/Remote-v0", base_url=sys.argv[1])
+env.reset(seed=0)
+env.step(env.action_space.sample())
+env.close()
+print("\\n".join(after_import))
+print("--")
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def server_side_modules(names: Iterable[str]) -> list[str]:
+    """The modules among ``names`` the client path must not load.
+
+    >>> server_side_modules(["openenv_gym.env", "openenv_gym.server.app", "ale_py"])
+    ['openenv_gym.server.app', 'ale_py']
+    >>> server_side_modules(["openenv_gym.envs.atari.options", "openenv_gym.envs.atari.server"])
+    ['openenv_gym.envs.atari.server']
+    """
+    return [name for name in names if _SERVER_SIDE.match(name)]
+
+
+def test_the_client_path_loads_no_server_module(cartpole_url: str) -> None:
+    """``import openenv_gym`` and a ``gym.make("openenv/Remote-v0")`` episode, in a fresh
+    interpreter, load no server module, no server env and no optional extra."""
+    run = subprocess.run(
+        [sys.executable, "-c", _CLIENT_PATH, cartpole_url],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    after_import, _, after_episode = run.stdout.partition("--\n")
+    assert server_side_modules(after_import.split()) == []
+    assert server_side_modules(after_episode.split()) == []
+    assert "openenv_gym.env" in after_import.split()

@@ -112,9 +112,11 @@ def test_an_undeclared_int_action_range_is_refused_showing_what_was_observed(
         _make(columns_url)
     message = str(info.value)
     assert "observed, not declared: legal actions 0..3 at one reset" in message
-    assert "action_field_spaces={'column': gymnasium.spaces.Discrete(n)}" in message
-    call = message.splitlines()[-1].removeprefix("Paste and edit: ")
-    call = call.replace("Discrete(n)", f"Discrete({COLUMNS})")
+    # The values seen make the call complete, labelled observed (issue 31, item 6).
+    fix = f"action_field_spaces={{'column': gymnasium.spaces.Discrete({COLUMNS})}}"
+    assert f"Fix (observed, not declared): {fix}" in message
+    label, call = message.splitlines()[-1].split(": ", 1)
+    assert label == "Paste (observed at one reset, not declared; the game may allow more)"
     env = eval(call, {"gym": gym, "gymnasium": gymnasium, "numpy": numpy})
     try:
         assert env.action_space == spaces.Discrete(COLUMNS)
@@ -298,7 +300,7 @@ def test_check_prints_what_it_inferred_and_the_call_that_works(
     assert main(["check", control_url, "--max-steps", "5"]) == 0
     report = capsys.readouterr().out
     assert "taken from the data: observation 'observations.position': (3,)" in report
-    works = report.splitlines()[-2]
+    works = next(line for line in report.splitlines() if line.startswith("works: "))
     assert works.startswith("works: gym.make('openenv/Remote-v0'")
     env = eval(works.removeprefix("works: "), {"gym": gym, "gymnasium": gymnasium, "numpy": numpy})
     try:

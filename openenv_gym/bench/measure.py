@@ -31,6 +31,8 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
+from openenv_gym.errors import PicklableError
+
 #: Statuses a cell can end with.
 STATUS_OK: Final = "ok"
 STATUS_SKIPPED: Final = "skipped"
@@ -162,7 +164,7 @@ class LoopDriver:
         self._close()
 
 
-class ContenderUnavailableError(Exception):
+class ContenderUnavailableError(PicklableError):
     """A contender cannot run here (a missing package, server or feature); carries why."""
 
 

@@ -43,6 +43,7 @@ from openenv_gym.bench.local import require_module
 from openenv_gym.bench.measure import ActionStream, Driver, LoopDriver, Window, timed_loop
 from openenv_gym.bench.remote import OFFICIAL_CLIENT, ours_vector
 from openenv_gym.bench.targets import Target
+from openenv_gym.errors import PicklableError
 
 #: The learner's time per env of a batch in the ``learner-*`` contenders (issue 25's wan row).
 LEARNER_MS_PER_ENV: Final = 0.5
@@ -50,7 +51,7 @@ LEARNER_MS_PER_ENV: Final = 0.5
 VARIABLE_LEARNER_MS: Final = 2.0
 
 
-class StarvedSubEnvError(Exception):
+class StarvedSubEnvError(PicklableError):
     """A pool contender's timed window left a sub-env without a single step."""
 
 

@@ -1,12 +1,16 @@
 """openenv-gym check URL: is this an OpenEnv server our Gymnasium env can train on?
 
-Checks, in order: GET /health, GET /schema, GET /metadata, the Gymnasium spaces derived
-from the schema (printed as a tree, with the shapes taken from the reset observation and
-the fields left to info), one episode with random actions over the WebSocket, and
-gymnasium's check_env with its defaults (render modes included). It prints a report meant
-to be pasted into an issue, ending with the ``gym.make(...)`` call that works (the options
-given plus the pins of the shapes taken from the data), and exits with 1 when a check fails
-(0 when all pass); --json prints the same as one JSON object; --debug adds tracebacks.
+Checks, in order: GET /health (any 2xx is healthy), GET /schema (else the models in FastAPI's
+GET /openapi.json), GET /metadata, the Gymnasium spaces derived from the schema (printed as a
+tree with their sources, the shapes taken from the reset observation and the fields left to
+info), one episode with random actions over the
+WebSocket, and gymnasium's check_env with its defaults (render modes included). Each runs
+when it can: only an unreachable server or a refused token stops the rest. It prints a
+report meant to be pasted into an issue, ending with the ``gym.make(...)`` call that works
+(the options given plus the pins of the shapes taken from the data) and, on a failure, the
+``cause:`` (the first real one); it exits with 1 when a check fails (0 when all pass). A
+server that ignores the seed or steps at random (a random opponent) is a server finding,
+never a failure. --json prints the same as one JSON object; --debug adds tracebacks.
 ``--episodes K`` (default 5, 0 for none) then surveys K short random episodes on a session
 of its own and lists the values each field held, labelled as observed (ranges, shapes,
 lengths, how often ``None``, the legal actions): a sample to choose a pin from, never made

@@ -21,15 +21,17 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from gymnasium import spaces
 
+from openenv_gym.cli.check_findings import DETERMINISM, CheckResult, finding, randomness
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The checks on the env's own way to play (the others, /health and /metadata, inform).
+ENV_PATH: Final = ("schema", "spaces", "episode", "check_env")
 #: The Gymnasium id to use for a server whose schema is one of our game schemas (the official
 #: OpenEnv ones): (action fields, observation fields) it must have -> id.
 GAME_ENV_IDS: Final = (
@@ -55,16 +57,6 @@ def game_env_id(schema: dict[str, Any]) -> str | None:
         if needs_action <= action and needs_observation <= observation:
             return f"openenv/{env_id}"
     return None
-
-
-@dataclass
-class CheckResult:
-    """One line of the report: a check's name, outcome and details."""
-
-    name: str
-    ok: bool
-    summary: str
-    details: list[str] = field(default_factory=list)
 
 
 def space_tree(space: spaces.Space[Any], name: str = "", indent: str = "") -> list[str]:
@@ -141,11 +133,15 @@ class Checker:
         self.env: Any = None
         self._probed_form: str | None = None
         self.env_id = "openenv/Remote-v0"
+        #: The error of the last check run, ``None`` when it passed.
+        self.last_error: Exception | None = None
 
     def _run(self, name: str, check: Callable[[], tuple[str, list[str]]]) -> bool:
+        self.last_error = None
         try:
             summary, details = check()
         except Exception as exc:
+            self.last_error = exc
             lines = str(exc).splitlines()
             first = lines[0] if lines else ""
             details = lines[1:] if isinstance(exc, SpaceMappingError) else []
@@ -167,9 +163,14 @@ class Checker:
         return f"HTTP {status} {body[:200] or '(empty body)'} in {elapsed:.1f} ms", []
 
     def schema(self) -> tuple[str, list[str]]:
-        from openenv_gym.client import fetch_schema
+        from openenv_gym.env_mapping import SpaceMapper
+        from openenv_gym.spaces.sources import SCHEMA_SOURCE
 
-        schema = fetch_schema(self.url, timeout=self.timeout, token=self.token)
+        # GET /schema, else the other sources (FastAPI's /openapi.json): a server without
+        # /schema whose models are elsewhere passes; with none, the error names action_model=.
+        mapper = SpaceMapper(self.url, token=self.token, timeout=self.timeout, options={})
+        found = mapper.find_schemas()
+        schema = found.schema
         self.schema_body = schema
         game = game_env_id(schema)
         if game is not None and not self.mapping:  # the mapping options are Remote-v0's
@@ -178,7 +179,9 @@ class Checker:
         for key in ("action", "observation", "state"):
             fields = list((schema.get(key) or {}).get("properties", {}))
             parts.append(f"{key}: {', '.join(fields) or '(no fields)'}")
-        return "action, observation and state schemas present", parts
+        if found.sources.action == found.sources.observation == SCHEMA_SOURCE:
+            return "action, observation and state schemas present", parts
+        return f"no GET /schema: {found.sources.describe()}", parts
 
     def metadata(self) -> tuple[str, list[str]]:
         from openenv_gym.client import get_json
@@ -205,7 +208,8 @@ class Checker:
         )
         self.env = made.unwrapped
         env = self.env
-        lines = space_tree(env.action_space, "action_space")
+        lines = [f"sources: {env.space_sources.describe()}"]
+        lines += space_tree(env.action_space, "action_space")
         lines += space_tree(env.observation_space, "observation_space")
         for inference in env.inferred_spaces:
             lines.append(f"taken from the data: {inference.describe()}")
@@ -281,19 +285,11 @@ class Checker:
             ended = f"not finished within --max-steps {self.max_steps}"
         return f"{steps} steps, return {total:g}, {ended} ({rate:.0f} steps/s)", []
 
-    def ignores_seed(self) -> bool:
-        """Whether two resets with the same seed give different observations: the server
-        ignores ``reset(seed=)`` (its property; no mapping keyword changes it)."""
-        from gymnasium.utils.env_checker import data_equivalence
-
-        first, _ = self.env.reset(seed=self.seed)
-        second, _ = self.env.reset(seed=self.seed)
-        return not data_equivalence(first, second)
-
     def check_env(self) -> tuple[str, list[str]]:
         from gymnasium.utils.env_checker import check_env
 
-        ignores = self.ignores_seed()
+        found = randomness(self.env, self.seed)
+        self.findings += found
         # A server of the http form holds one environment: a second env (the close check's)
         # cannot open beside this one.
         one_env = self.env.form == "http"
@@ -302,22 +298,14 @@ class Checker:
             try:
                 check_env(self.env, skip_close_check=one_env)
             except AssertionError as exc:
-                if not (ignores and "deterministic" in str(exc)):
+                if not DETERMINISM.search(str(exc)):
                     raise
-                self.findings.append(
-                    CheckResult(
-                        "seeding",
-                        False,
-                        f"the server ignores reset(seed=): two resets with seed={self.seed} "
-                        "gave different observations",
-                        [
-                            "a property of the server, not of the mapping: Gymnasium's "
-                            "determinism check fails on it and no keyword changes that; "
-                            "check_env stopped there",
-                        ],
-                    )
-                )
-                return "passed up to Gymnasium's determinism check (see seeding below)", []
+                if not found:  # check_env saw what the tries did not
+                    name = "seeding" if "reset" in str(exc) else "stepping"
+                    found = [finding(name, self.seed)]
+                    self.findings += found
+                names = ", ".join(f.name for f in found)
+                return f"passed up to Gymnasium's determinism check (see {names} below)", []
         details = [f"warning: {_ANSI.sub('', str(w.message)).splitlines()[0]}" for w in caught]
         if one_env:
             details.append("close check skipped: the server holds one environment (form http)")
@@ -340,15 +328,22 @@ class Checker:
         )
 
     def run_all(self) -> bool:
-        """Run every check (later ones only when they can); return whether all passed."""
+        """Run every check that can run; return whether all passed.
+
+        A failed check stops the others only when they cannot run at all: the server is
+        unreachable, or refused the token. Otherwise each runs (a ``/health`` or
+        ``/schema`` that failed does not hide the spaces' own verdict); the episode and
+        ``check_env`` need the spaces. :meth:`cause` names the first real cause.
+        """
         schema_ok = False
         try:
-            if self._run("health", self.health) and self._run("schema", self.schema):
-                schema_ok = True
-                self._run("metadata", self.metadata)
-                if self._run("spaces", self.spaces):
-                    self._run("episode", self.episode)
-                    self._run("check_env", self.check_env)
+            if self._run("health", self.health) or not self._unreachable():
+                schema_ok = self._run("schema", self.schema)
+                if schema_ok or not self._unreachable():
+                    self._run("metadata", self.metadata)
+                    if self._run("spaces", self.spaces):
+                        self._run("episode", self.episode)
+                        self._run("check_env", self.check_env)
         finally:
             if self.env is not None:
                 self.env.close()
@@ -362,6 +357,26 @@ class Checker:
                 self.survey_report = (f"not run: {type(exc).__name__}: {lines[0]}", [])
         return all(result.ok for result in self.results)
 
+    def _unreachable(self) -> bool:
+        """Whether the last check failed because nothing can be asked of the server:
+        connection refused or timed out, or the token refused."""
+        from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError
+
+        error = self.last_error
+        return isinstance(error, ServerConnectionError) and not isinstance(
+            error, NotAnOpenEnvServerError
+        )
+
+    def cause(self) -> CheckResult | None:
+        """The first real cause of a failed check: the first failure on the env's own path
+        (schema, spaces, episode, check_env), else the first failure; ``None`` when all
+        passed. A failed ``/health`` or ``/metadata`` is reported, but a server whose env
+        does not play failed for the reason the env gave."""
+        failed = [r for r in self.results if not r.ok]
+        on_path = [r for r in failed if r.name in ENV_PATH]
+        first = on_path or failed
+        return first[0] if first else None
+
     def report(self, out: TextIO) -> None:
         """Write the report."""
         out.write(f"openenv-gym check {self.url}\n  {_versions()}\n")
@@ -370,9 +385,9 @@ class Checker:
             out.write(f"{mark} {result.name:<10} {result.summary}\n")
             for line in result.details:
                 out.write(f"         {line}\n")
-        for finding in self.findings:
-            out.write(f"[server] {finding.name:<10} {finding.summary}\n")
-            for line in finding.details:
+        for server in self.findings:
+            out.write(f"[server] {server.name:<10} {server.summary}\n")
+            for line in server.details:
                 out.write(f"         {line}\n")
         if self.survey_report is not None:
             summary, details = self.survey_report
@@ -385,6 +400,9 @@ class Checker:
             out.write(f"works: {self.make_call}\n" if not failed else f"tried: {self.make_call}\n")
         if self.form is not None:
             out.write(f"form: {self.form}\n")
+        cause = self.cause()
+        if cause is not None:
+            out.write(f"cause: {cause.name}: {cause.summary}\n")
         found = ", ".join(f.name for f in self.findings)
         found = f"; server findings: {found}" if found else ""
         out.write(f"result: {verdict} ({len(self.results)} checks{found})\n")
@@ -393,10 +411,12 @@ class Checker:
     def report_json(self, out: TextIO) -> None:
         """Write the report as one JSON object."""
         env = self.env
+        cause = self.cause()
         body = {
             "url": self.url,
             "versions": _versions(),
             "passed": all(r.ok for r in self.results),
+            "cause": None if cause is None else {"check": cause.name, "summary": cause.summary},
             "checks": [
                 {"name": r.name, "ok": r.ok, "summary": r.summary, "details": r.details}
                 for r in self.results
@@ -433,4 +453,4 @@ class _SpaceSource:
         return space_source(self.space)
 
 
-__all__ = ["GAME_ENV_IDS", "CheckResult", "Checker", "game_env_id", "space_tree"]
+__all__ = ["ENV_PATH", "GAME_ENV_IDS", "Checker", "game_env_id", "space_tree"]

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from openenv_gym.errors import PicklableError
+
 PROG: Final = "openenv-gym"
 _ROLE: Final = re.compile(r":[a-z]+:`(~?)([^`]+)`")
 
@@ -43,7 +45,7 @@ EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
 
-class UsageError(Exception):
+class UsageError(PicklableError):
     """A command-line value is invalid in a way argparse cannot see (exit code 2).
 
     Raise it from a command's ``run``; ``openenv-gym`` prints that command's usage line and

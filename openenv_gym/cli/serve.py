@@ -52,7 +52,6 @@ from openenv_gym.argument_types import (
     port_number,
     positive_int,
     positive_seconds,
-    seconds_or_off,
 )
 from openenv_gym.cli.command import EXIT_OK, PROG, Command, UsageError, common_options
 from openenv_gym.client import TOKEN_ENV_VAR
@@ -78,12 +77,49 @@ def _workers(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def ping_seconds(flag: str, minimum: float, *, off: bool) -> Callable[[str], float]:
+    """A converter of ``--ping-interval`` / ``--ping-timeout``: at least ``minimum`` seconds
+    (our clients' keeper answers idle connections within that), or ``0`` when ``off``.
+
+    Example:
+        >>> ping_seconds("--ping-timeout", 1.0, off=False)("2.5")
+        2.5
+        >>> ping_seconds("--ping-interval", 1.0, off=True)("0.5")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected at least 1 s (openenv-gym clients answer the \
+pings of an idle connection within 0.75 s; shorter settings drop healthy clients that pause \
+between steps) or 0 (off), got '0.5': use --ping-interval 1
+    """
+    allowed = f"at least {minimum:g} s" + (" or 0 (off)" if off else "")
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+        if (off and value == 0) or value >= minimum:  # NaN compares false: refused
+            return value
+        raise argparse.ArgumentTypeError(
+            f"expected at least {minimum:g} s (openenv-gym clients answer the pings of an idle "
+            "connection within 0.75 s; shorter settings drop healthy clients that pause "
+            f"between steps){' or 0 (off)' if off else ''}, got {text!r}: use {flag} "
+            f"{minimum:g}"
+        )
+
+    return convert
+
+
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """The flags every ``serve`` target shares (address, limits, lifetime, logging)."""
     from openenv_gym.busy_poll import DEFAULT_BUSY_POLL
     from openenv_gym.server.admission import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_PENDING
     from openenv_gym.server.app import DEFAULT_MAX_SESSIONS, HARD_CAP_FACTOR
-    from openenv_gym.server.heartbeat import DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT
+    from openenv_gym.server.heartbeat import (
+        DEFAULT_PING_INTERVAL,
+        DEFAULT_PING_TIMEOUT,
+        MIN_PING_SECONDS,
+    )
     from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT
 
     group = parser.add_argument_group("server options")
@@ -151,19 +187,20 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--ping-interval",
-        type=seconds_or_off,
+        type=ping_seconds("--ping-interval", MIN_PING_SECONDS, off=True),
         default=DEFAULT_PING_INTERVAL,
         metavar="S",
-        help="ping WebSocket connections silent for S seconds; 0: never ping, so the "
-        f"sessions of frozen or vanished clients are kept (default: {DEFAULT_PING_INTERVAL:g})",
+        help="ping WebSocket connections silent for S seconds (at least "
+        f"{MIN_PING_SECONDS:g}); 0: never ping, so the sessions of frozen or vanished clients "
+        f"are kept (default: {DEFAULT_PING_INTERVAL:g})",
     )
     group.add_argument(
         "--ping-timeout",
-        type=positive_seconds,
+        type=ping_seconds("--ping-timeout", MIN_PING_SECONDS, off=False),
         default=DEFAULT_PING_TIMEOUT,
         metavar="S",
         help="drop a connection, and free its sessions, when its ping goes unanswered for "
-        f"S seconds (default: {DEFAULT_PING_TIMEOUT:g})",
+        f"S seconds (at least {MIN_PING_SECONDS:g}) (default: {DEFAULT_PING_TIMEOUT:g})",
     )
     group.add_argument(
         "--max-message-size",
@@ -321,22 +358,27 @@ def _run_workers(args: argparse.Namespace, target: ServerEnvSpec) -> int:
     )  # once in the parent: bad arguments (an unknown env id) fail before forking
     gc.freeze()  # as in run(): a prompt exit
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    previous = [signal.signal(sig, lambda *_: stop.set()) for sig in stop_signals]
     if args.exit_with_parent:
         _watch_stdin(stop.set)
     unix_path = args.unix_socket
     sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
-    run_workers(
-        lambda: build_server(target, args),
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        max_sessions=args.max_sessions,
-        on_ready=lambda host, port: _print_ready(host, port, sockets),
-        stop=stop,
-        unix_paths=sockets or None,
-    )
+    try:
+        run_workers(
+            lambda: build_server(target, args),
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            max_sessions=args.max_sessions,
+            on_ready=lambda host, port: _print_ready(host, port, sockets),
+            stop=stop,
+            unix_paths=sockets or None,
+        )
+    finally:  # a host process (pytest) stops on Ctrl-C again afterwards
+        for sig, handler in zip(stop_signals, previous, strict=True):
+            if handler is not None:
+                signal.signal(sig, handler)
     return EXIT_OK
 
 

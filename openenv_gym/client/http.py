@@ -12,10 +12,8 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
-
-import httpx
 
 from openenv_gym.errors import (
     AuthenticationError,
@@ -24,6 +22,9 @@ from openenv_gym.errors import (
     ServerConnectionError,
 )
 from openenv_gym.wire.messages import HEALTH_PATH, SCHEMA_PATH, ws_to_http_url
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 
@@ -114,6 +115,8 @@ def http_get(
     Raises:
         ServerConnectionError: Connection refused, timed out, or the URL is malformed.
     """
+    import httpx  # here: importing it (and the CLI packages it loads) costs 50-100 ms
+
     base = ws_to_http_url(base_url)  # no trailing slash
     url = base + path
     try:

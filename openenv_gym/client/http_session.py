@@ -27,8 +27,6 @@ import logging
 import weakref
 from typing import Any, ClassVar, Final
 
-import httpx
-
 from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
@@ -92,6 +90,8 @@ class HttpSession:
                 code="CAPACITY_REACHED",
                 url=self.url,
             )
+        import httpx  # here: importing it (and the CLI packages it loads) costs 50-100 ms
+
         self._token = resolve_token(options.token)
         self._client = httpx.Client(
             base_url=self.url,
@@ -169,6 +169,8 @@ class HttpSession:
         return body
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        import httpx  # imported by __init__: a look-up
+
         url = self.url + path
         try:
             response = self._client.request(method, path, json=body)

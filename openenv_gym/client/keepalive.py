@@ -1,7 +1,8 @@
 """Answer the pings of idle connections, so a server does not drop them while we train.
 
 Servers ping their clients and close a connection that does not answer in time (official
-``openenv`` servers under uvicorn: a ping every 20 s, 20 s to answer). A
+``openenv`` servers under uvicorn: a ping every 20 s, 20 s to answer; ours accept settings
+down to 1 s, ``serve --ping-interval 1 --ping-timeout 1``). A
 :class:`~openenv_gym.client.blocking.BlockingConnection` reads, and so answers, only while it
 waits for a reply; a learner that trains for a minute between rollouts would lose its
 sessions. One daemon thread per process looks at the open connections (anything
@@ -11,8 +12,15 @@ sessions. One daemon thread per process looks at the open connections (anything
 lets the connection read what came without waiting, which answers the pings. The step path
 pays one uncontended lock per send and receive.
 
+A ping reaches a client at least one ping interval after its last send, so a connection idle
+for :data:`KEEPALIVE_IDLE` (less than the shortest interval a server accepts) is read within
+:data:`KEEPALIVE_PERIOD` of the ping's arrival, well inside the shortest ping timeout. (It was
+10 s idle, looked at every 2 s: ``--ping-interval 5 --ping-timeout 5`` dropped a client idle
+for 25 s.) A look at a connection whose lock is free and socket empty is one ``recv`` that
+finds nothing.
+
 Example:
-    >>> KEEPALIVE_IDLE < 20.0  # answers well within an official server's ping timeout
+    >>> KEEPALIVE_IDLE + KEEPALIVE_PERIOD < 1.0  # answers within a 1 s ping timeout
     True
 """
 
@@ -25,9 +33,9 @@ import weakref
 from typing import Final, Protocol
 
 #: Seconds without a send or receive after which the thread reads for a connection.
-KEEPALIVE_IDLE: Final = 10.0
+KEEPALIVE_IDLE: Final = 0.5
 #: Seconds between the thread's looks at the connections.
-KEEPALIVE_PERIOD: Final = 2.0
+KEEPALIVE_PERIOD: Final = 0.25
 
 
 class Keepable(Protocol):

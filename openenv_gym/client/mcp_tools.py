@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import httpx
-
 from openenv_gym.client import (
     DEFAULT_CONNECT_TIMEOUT,
     ConnectOptions,
@@ -60,6 +58,8 @@ def fetch_tools(
 
 def _tools_over_http(base_url: str, *, timeout: float, token: str | None) -> list[Any] | None:
     """``tools/list`` at ``POST /mcp``; ``None`` if the route or method is not there."""
+    import httpx  # here: importing it (and the CLI packages it loads) costs 50-100 ms
+
     base = ws_to_http_url(base_url).rstrip("/")
     url = base + MCP_PATH
     body = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}

@@ -174,7 +174,9 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             description="Serve one ALE game over OpenEnv, one emulator per WebSocket session, "
             "with the\nofficial OpenEnv Atari schema (official clients work unchanged). "
             "Defaults follow\nALE/<Game>-v5: frameskip 4, sticky actions 0.25, minimal action "
-            "set.",
+            "set.\nenvpool's preprocessing options (--stack-num ... --use-inter-area-resize): "
+            "any one given\nturns the preprocessing on, the unset ones taking envpool's "
+            "default [in brackets].",
             options=ATARI_OPTIONS,
             server="openenv_gym.envs.atari.server:atari_server",
             client="openenv_gym.envs.atari.client:make_atari_env",

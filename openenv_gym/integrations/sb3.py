@@ -217,7 +217,10 @@ def make_vec_env(
         seed: Sub-env i is seeded ``seed + i`` at the first reset.
         env_kwargs: :class:`OpenEnvVectorEnv` options: ``base_url`` (one URL or a list),
             ``reconnect``, ``max_episode_steps``, timeouts, ``sessions_per_server`` and
-            ``fleet`` (``"ray"``: servers placed on the Ray cluster of ``ray.init``), ...
+            ``fleet`` (``"ray"``: servers placed on the Ray cluster of ``ray.init``), and
+            the env's own options (``openenv/Atari-v0``: ``game`` and envpool's
+            preprocessing options such as ``stack_num=4, episodic_life=True``, done on the
+            server; see docs/servers.md), ...
         monitor: Wrap in ``VecMonitor`` (episode returns and lengths in ``info["episode"]``,
             which SB3's logger reads), as SB3's ``make_vec_env`` does with ``Monitor``.
         monitor_dir: Where ``VecMonitor`` writes its CSV (``None``: no file).

@@ -366,20 +366,33 @@ class OpenEnvServer:
         reuse_port: bool = False,
         unix_path: str | None = None,
     ) -> None:
-        """Serve in the current thread until SIGINT/SIGTERM or :meth:`request_stop`."""
+        """Serve in the current thread until SIGINT/SIGTERM or :meth:`request_stop`.
+
+        In the main thread, SIGINT and SIGTERM stop the server while it runs; the handlers
+        that were there before come back when it returns or raises (a port in use), so a
+        host process (pytest, a notebook) still stops on Ctrl-C afterwards.
+        """
+        in_main = threading.current_thread() is threading.main_thread()
+        stop_signals = (signal.SIGINT, signal.SIGTERM)
+        previous = [signal.getsignal(sig) for sig in stop_signals] if in_main else []
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            if threading.current_thread() is threading.main_thread():
-                for sig in (signal.SIGINT, signal.SIGTERM):
+            if in_main:
+                for sig in stop_signals:
                     with contextlib.suppress(NotImplementedError, RuntimeError):
                         loop.add_signal_handler(sig, self.request_stop)
             await self.serve_forever(
                 host, port, on_ready, reuse_port=reuse_port, unix_path=unix_path
             )
 
-        with asyncio.Runner(loop_factory=new_server_loop) as runner:
-            runner.run(main())
+        try:
+            with asyncio.Runner(loop_factory=new_server_loop) as runner:
+                runner.run(main())
+        finally:
+            for sig, handler in zip(stop_signals, previous, strict=False):
+                if handler is not None:  # None: set outside Python, cannot be put back
+                    signal.signal(sig, handler)
 
     # ----------------------------------------------------------------- connection hooks
 

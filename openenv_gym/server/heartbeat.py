@@ -38,6 +38,10 @@ logger = logging.getLogger("openenv_gym.server")
 DEFAULT_PING_INTERVAL: Final = 20.0
 #: Seconds a pinged connection has to send anything before it is dropped.
 DEFAULT_PING_TIMEOUT: Final = 20.0
+#: The shortest ping interval and timeout ``openenv-gym serve`` accepts: our clients read an
+#: idle connection within 0.75 s (:mod:`openenv_gym.client.keepalive`), so shorter settings
+#: would drop healthy clients that merely pause between steps.
+MIN_PING_SECONDS: Final = 1.0
 
 
 class Pingable(Protocol):

@@ -39,7 +39,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkProcess
 from typing import Any, Final, cast
 
-from openenv_gym.errors import ServerWorkerError
+from openenv_gym.errors import PicklableError, ServerWorkerError
 from openenv_gym.server.app import OpenEnvServer
 from openenv_gym.server.budget import SharedSessionBudget
 
@@ -123,7 +123,7 @@ def _worker_main(
         raise SystemExit(1) from None
 
 
-class _WorkerDiedError(RuntimeError):
+class _WorkerDiedError(PicklableError, RuntimeError):
     """A worker died before it listened."""
 
     def __init__(self, process: ForkProcess) -> None:
@@ -133,7 +133,7 @@ class _WorkerDiedError(RuntimeError):
         self.process = process
 
 
-class _StopRequestedError(Exception):
+class _StopRequestedError(PicklableError):
     """The server was asked to stop while a worker was starting."""
 
 

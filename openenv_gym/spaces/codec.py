@@ -25,13 +25,11 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space, iterate
-from pydantic import BaseModel
 
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
     CodecError,
     ObservationMismatchError,
-    SpaceMappingError,
 )
 from openenv_gym.spaces.describe import describe_space, describe_value
 from openenv_gym.spaces.fields import (
@@ -45,6 +43,7 @@ from openenv_gym.spaces.inference import MISSING, ActionHints, Inference, numeri
 from openenv_gym.spaces.membership import coerce
 from openenv_gym.spaces.optional_fields import ObjectCodec
 from openenv_gym.spaces.schema import SchemaMapping, map_action_schema, map_observation_schema
+from openenv_gym.spaces.sources import model_schema
 
 
 class ObservationCodec:
@@ -454,20 +453,11 @@ def _unwrap(codec: FieldCodec) -> FieldCodec:
     return codec.inner if isinstance(codec, OptionalCodec) else codec
 
 
-def _model_schema(model: Any, role: str) -> dict[str, Any]:
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise SpaceMappingError(
-            f"expected the {role} class as a pydantic BaseModel subclass, got {model!r}",
-            field="",
-        )
-    return model.model_json_schema()
+def observation_codec_for_model(model: Any, **kwargs: Any) -> ObservationCodec:
+    """:func:`observation_codec` for a Pydantic model class or a dataclass."""
+    return observation_codec(model_schema(model, "observation"), **kwargs)
 
 
-def observation_codec_for_model(model: type[BaseModel], **kwargs: Any) -> ObservationCodec:
-    """:func:`observation_codec` for ``model.model_json_schema()``."""
-    return observation_codec(_model_schema(model, "observation"), **kwargs)
-
-
-def action_codec_for_model(model: type[BaseModel], **kwargs: Any) -> ActionCodec:
-    """:func:`action_codec` for ``model.model_json_schema()``."""
-    return action_codec(_model_schema(model, "action"), **kwargs)
+def action_codec_for_model(model: Any, **kwargs: Any) -> ActionCodec:
+    """:func:`action_codec` for a Pydantic model class or a dataclass."""
+    return action_codec(model_schema(model, "action"), **kwargs)

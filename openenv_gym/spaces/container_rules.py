@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -41,6 +41,10 @@ from openenv_gym.spaces.inference import (
 )
 from openenv_gym.spaces.schema_keywords import fixed_length, is_plain_numeric, join_path
 
+#: How a dict with free-form keys is named: JSON keys are strings, so the schema of a
+#: ``dict[int, X]`` is that of a ``dict[str, X]``.
+FREE_KEYS: Final = "a Python dict[K, V]; JSON keys are strings"
+
 
 class ContainerWalker(FieldWalker):
     """A :class:`~openenv_gym.spaces.field_rules.FieldWalker` that also maps objects and
@@ -57,7 +61,7 @@ class ContainerWalker(FieldWalker):
             if extra not in (None, False) and self.role == "observation":
                 raise VariableFieldError(path, "a dict of free-form values")
             reason = (
-                "a dict with free-form keys (dict[str, ...]) has no fixed set of fields"
+                f"a dict with free-form keys ({FREE_KEYS}) has no fixed set of fields"
                 if extra not in (None, False)
                 else "an object without properties"
             )
@@ -65,8 +69,17 @@ class ContainerWalker(FieldWalker):
                 path, reason, schema, example="gymnasium.spaces.Dict([(key, space), ...])"
             )
         errors_before = len(self.errors)
+        variable_before = set(self.variable)
         selected = self._select(schema, properties, path)
         if not selected and len(self.errors) == errors_before:
+            moved = [p for p in self.variable if p not in variable_before]
+            if moved and self.role == "observation" and self.legal_key not in moved:
+                # Every field went to info: the object goes there whole, as a list does.
+                for sub in moved:
+                    del self.variable[sub]
+                raise VariableFieldError(
+                    path, f"an object whose every field goes to info ({', '.join(moved)})"
+                )
             raise UnmappableFieldError(
                 path,
                 "no fields are left to form a space",
@@ -96,7 +109,7 @@ class ContainerWalker(FieldWalker):
         else:
             raise UnmappableFieldError(
                 path,
-                "a dict with free-form keys (dict[str, ...]) has no fixed set of fields"
+                f"a dict with free-form keys ({FREE_KEYS}) has no fixed set of fields"
                 + (" and no reset observation to take them from" if value is MISSING else ""),
                 schema,
                 example="gymnasium.spaces.Dict({key: space, ...})",

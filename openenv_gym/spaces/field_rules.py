@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.errors import PicklableError, SpaceMappingError
 from openenv_gym.spaces.fields import (
     DEFAULT_TEXT_CHARSET,
     BoolCodec,
@@ -63,12 +63,13 @@ DEFAULT_ACTION_TEXT_MAX_LENGTH: Final = 4096
 DEFAULT_OBSERVATION_TEXT_MAX_LENGTH: Final = 65536
 
 
-class UnmappableFieldError(Exception):
+class UnmappableFieldError(PicklableError):
     """Internal: one field could not be mapped (collected, then raised as one error).
 
     ``example`` is a space expression for the advice (``field_spaces={path: example}``);
     ``also`` is one more way out, appended to the advice; ``space_fix=False`` when no
-    explicit space would help (only leaving the field out does).
+    explicit space would help (only leaving the field out does); ``observed`` when
+    ``example`` holds values seen in the data, not declared by the server.
     """
 
     def __init__(
@@ -82,6 +83,7 @@ class UnmappableFieldError(Exception):
         shape_fix: bool = False,
         needs_data: bool = False,
         space_fix: bool = True,
+        observed: bool = False,
     ) -> None:
         super().__init__(reason)
         self.space_fix = space_fix
@@ -92,9 +94,10 @@ class UnmappableFieldError(Exception):
         self.also = also
         self.shape_fix = shape_fix
         self.needs_data = needs_data
+        self.observed = observed
 
 
-class VariableFieldError(Exception):
+class VariableFieldError(PicklableError):
     """Internal: an observation field without a fixed shape; it goes to ``info``."""
 
     def __init__(self, path: str, why: str, *, legal: bool = False) -> None:
@@ -106,6 +109,22 @@ class VariableFieldError(Exception):
 
 def _names(value: Collection[str] | str) -> frozenset[str]:
     return frozenset([value] if isinstance(value, str) else value)
+
+
+def observed_discrete(legal: list[int] | None) -> str:
+    """The ``Discrete`` that holds every legal action seen (from 0 when none is negative),
+    as source; ``Discrete(n)`` when none was seen.
+
+    Example:
+        >>> observed_discrete([0, 1, 3]), observed_discrete([-1, 2]), observed_discrete(None)
+        ('gymnasium.spaces.Discrete(4)', 'gymnasium.spaces.Discrete(4, start=-1)', \
+'gymnasium.spaces.Discrete(n)')
+    """
+    if legal is None:
+        return "gymnasium.spaces.Discrete(n)"
+    low = min(0, min(legal))
+    start = f", start={low}" if low else ""
+    return f"gymnasium.spaces.Discrete({max(legal) - low + 1}{start})"
 
 
 class FieldWalker:
@@ -390,7 +409,7 @@ class FieldWalker:
                 )
             return DiscreteCodec(spaces.Discrete(high - low + 1, start=low))
         if self.role == "action":
-            declared = self.hints.declared_range()
+            declared = self.hints.range_for(path)
             if declared is not None:
                 return self._discrete_declared(*declared, path)
             legal = legal_integers(self.hints.legal)
@@ -406,9 +425,10 @@ class FieldWalker:
                 "an integer action without both minimum and maximum, and the server declares "
                 "no range (no action_spec minimum/maximum, no num_actions field)" + observed,
                 schema,
-                example="gymnasium.spaces.Discrete(n)",
+                example=observed_discrete(legal),
                 also="give the schema bounds (pydantic Field(ge=0, lt=n))",
                 needs_data=not probed,
+                observed=legal is not None,
             )
         dtype_min, dtype_max = int_limits(np.dtype(np.int64))
         box = spaces.Box(

@@ -81,11 +81,29 @@ class ActionHints:
         count: The number of actions the server declares (a ``num_actions``,
             ``num_distinct_actions`` or ``action_space_size`` field of the state or of the
             reset observation's ``metadata``), if any.
+        state: The session's state fields at the probe (what the server says it is).
+        known: Field-specific action counts from a source other than the server's
+            declaration (a catalog profile): ``path -> (count, source)``; they come first.
     """
 
     legal: Sequence[Any] | None = None
     spec: Mapping[str, Any] | None = None
     count: int | None = None
+    state: Mapping[str, Any] | None = None
+    known: Mapping[str, tuple[int, str]] | None = None
+
+    def range_for(self, path: str) -> tuple[int, int, str] | None:
+        """The integer range of the action field ``path``: a :attr:`known` count, else
+        :meth:`declared_range`.
+
+        Example:
+            >>> ActionHints(known={"column": (7, "a profile")}).range_for("column")
+            (0, 6, 'a profile')
+        """
+        if self.known and path in self.known:
+            count, source = self.known[path]
+            return 0, count - 1, source
+        return self.declared_range()
 
     def declared_range(self) -> tuple[int, int, str] | None:
         """The integer action range the server declares, ``(low, high, where)``: the

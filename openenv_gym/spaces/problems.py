@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -67,6 +68,8 @@ class MappingProblem:
             the state) had there been any.
         option: For a misspelt option: the option (its message names it as the caller
             spells it); ``None`` for a field problem.
+        observed: The fixes hold values seen in the data (a reset observation), not declared
+            by the server: a sample, labelled "observed" where printed.
     """
 
     role: Role
@@ -76,6 +79,31 @@ class MappingProblem:
     fixes: tuple[tuple[Option, str], ...] = ()
     needs_data: bool = field(default=False, compare=False)
     option: Option | None = None
+    observed: bool = field(default=False, compare=False)
+
+
+#: A name left for the user to fill in a suggested value (``Discrete(n)``, ``Box(low, high,
+#: shape, dtype)``, ``Dict({key: space, ...})``): the call is to edit, not to paste.
+PLACEHOLDER: Final = re.compile(
+    r"(?<![.\w'\"])(n|nvec|low|high|shape|dtype|key|space)(?![\w('\"=])|\.\.\."
+)
+
+
+def paste_label(problems: Sequence[MappingProblem], kwargs: str) -> str:
+    """How the line to paste is introduced: ``Paste and edit`` while a placeholder is left,
+    ``Paste (observed ...)`` when the values were seen in the data.
+
+    Example:
+        >>> paste_label([], "action_field_spaces={'a': gymnasium.spaces.Discrete(n)}")
+        'Paste and edit'
+        >>> paste_label([], "observation_exclude=['x', 'n', 'key']")
+        'Paste'
+    """
+    if PLACEHOLDER.search(kwargs):
+        return "Paste and edit"
+    if any(p.observed for p in problems):
+        return "Paste (observed at one reset, not declared; the game may allow more)"
+    return "Paste"
 
 
 def fragment_text(fragment: Any) -> str:
@@ -98,20 +126,35 @@ def keyword_argument(
 
 
 def combined_kwargs(
-    problems: Sequence[MappingProblem], keywords: Mapping[tuple[Role, Option], str]
+    problems: Sequence[MappingProblem],
+    keywords: Mapping[tuple[Role, Option], str],
+    given: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """The first fix of every problem, merged into one keyword-argument list."""
+    """The first fix of every problem, merged into one keyword-argument list with the
+    options already ``given`` (keyword -> its items as source: ``"'x': (3,)"`` for a dict,
+    ``"'x'"`` for a list), so that the call holds everything the env needs.
+
+    Example:
+        >>> problem = MappingProblem("observation", "b", "unmappable", fixes=(("exclude", ""),))
+        >>> combined_kwargs([problem], ENV_KEYWORDS, {"observation_exclude": ["'a'"]})
+        "observation_exclude=['a', 'b']"
+    """
     dicts: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}
+    for name, items in (given or {}).items():
+        (dicts if name.endswith(("field_spaces", "field_shapes")) else lists)[name] = list(items)
     for problem in problems:
         if not problem.fixes or not problem.path:
             continue
         option, value = problem.fixes[0]
         name = keywords[(problem.role, option)]
         if option in ("exclude", "include"):
-            lists.setdefault(name, []).append(repr(problem.path))
+            if repr(problem.path) not in lists.setdefault(name, []):
+                lists[name].append(repr(problem.path))
         else:
-            dicts.setdefault(name, []).append(f"{problem.path!r}: {value}")
+            key = f"{problem.path!r}: "
+            items = [i for i in dicts.setdefault(name, []) if not i.startswith(key)]
+            dicts[name] = [*items, key + value]
     parts = [f"{name}={{{', '.join(items)}}}" for name, items in dicts.items()]
     parts += [f"{name}=[{', '.join(items)}]" for name, items in lists.items()]
     return ", ".join(parts)
@@ -122,6 +165,7 @@ def format_problems(
     keywords: Mapping[tuple[Role, Option], str],
     *,
     call: str = "",
+    given: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The message of one error for all ``problems``.
 
@@ -130,6 +174,8 @@ def format_problems(
         keywords: How the options are spelled for this caller.
         call: A template with ``{kwargs}`` for the line to paste (e.g.
             ``gym.make('openenv/Remote-v0', base_url=..., {kwargs})``); ``""``: no such line.
+        given: The options the caller already passed, as :func:`combined_kwargs` takes
+            them: the line to paste keeps them.
     """
     count = len(problems)
     noun = "field" if count == 1 else "fields"
@@ -146,10 +192,11 @@ def format_problems(
         lines.append(text)
         if problem.fixes and problem.path:
             ways = [keyword_argument(problem, o, v, keywords) for o, v in problem.fixes]
-            lines.append("    Fix: " + "  or  ".join(ways))
-    kwargs = combined_kwargs(problems, keywords)
+            label = " (observed, not declared)" if problem.observed else ""
+            lines.append(f"    Fix{label}: " + "  or  ".join(ways))
+    kwargs = combined_kwargs(problems, keywords, given)
     if call and kwargs:
-        lines.append("Paste and edit: " + call.format(kwargs=kwargs))
+        lines.append(f"{paste_label(problems, kwargs)}: " + call.format(kwargs=kwargs))
     return "\n".join(lines)
 
 
@@ -163,4 +210,5 @@ __all__ = [
     "format_problems",
     "fragment_text",
     "keyword_argument",
+    "paste_label",
 ]

@@ -342,4 +342,5 @@ class _Walker(ContainerWalker):
             error.fragment,
             fixes=tuple(fixes) if error.path else (),
             needs_data=error.needs_data,
+            observed=error.observed,
         )

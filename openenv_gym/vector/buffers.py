@@ -55,7 +55,7 @@ class BatchBuffers:
         self.num_envs = num_envs
         self.same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self.max_episode_steps = max_episode_steps
-        self._add_info = add_info
+        self.add_info = add_info
         self._where = where
         space = codec.space
         self.observations: Any = create_empty_array(space, num_envs, fn=np.zeros)
@@ -178,7 +178,7 @@ class BatchBuffers:
             if final is not None:
                 final_info = reply_info(self.codec, final)
                 final_obs = self.decode_one(i, final.observation)
-                infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+                infos = self.add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
                 elapsed[i] = 0
                 if noisy:
                     rows.append((k, i))
@@ -186,7 +186,7 @@ class BatchBuffers:
                 ended[i] = self.row_info(result, k) if noisy else {}
             elif noisy:
                 rows.append((k, i))
-        return merge_result_infos(self._add_info, self.num_envs, infos, self.codec, result, rows)
+        return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
 
     def _take_plain_steps(
         self,
@@ -245,9 +245,7 @@ class BatchBuffers:
         indices = self.write_rows(channel_indices, result)
         if result.metadata or not self._quiet_fields.issuperset(result.fields):
             rows = list(enumerate(indices))
-            return merge_result_infos(
-                self._add_info, self.num_envs, infos, self.codec, result, rows
-            )
+            return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
         return infos
 
     def mark_reset(self, indices: Sequence[int]) -> None:
@@ -265,6 +263,21 @@ class BatchBuffers:
         self.terminations[index] = False
         self.truncations[index] = True
         self._ended_now = True
+
+    def end_episodes(self, indices: Sequence[int]) -> None:
+        """The sub-envs ``indices`` go on by a reset (NEXT_STEP), whatever their flags: a
+        reply lost to a fault, or a reopened session."""
+        if len(indices):
+            self.autoreset[indices] = True
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
+
+    def settle(self, indices: Sequence[int]) -> None:
+        """The sub-envs ``indices`` were stepped on their own (the asynchronous pool): those
+        whose episode ended are reset by their next step."""
+        ended = self.terminations[indices] | self.truncations[indices]
+        self.autoreset[indices] = ended
+        if ended.any() or self.pending_resets:
+            self.pending_resets = np.flatnonzero(self.autoreset).tolist()
 
     def end_step(self) -> None:
         """After a step: which sub-envs the next step resets (none with SAME_STEP).

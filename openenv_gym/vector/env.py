@@ -45,25 +45,21 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     VectorUsageError,
 )
-from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.server_fleet import ServerFleet
-from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.channels import Channel
-from openenv_gym.vector.connections import Connections, Pending
+from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.options import (
     check_autoreset_mode,
     check_base_urls,
@@ -79,15 +75,17 @@ from openenv_gym.vector.options import (
     spread_over,
 )
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.wire.batch import BatchResult
+from openenv_gym.vector.step_path import (
+    RECONNECTED_KEY,
+    StepPath,
+    SubEnvConnections,
+    open_step_path,
+)
 from openenv_gym.wire.encoding import DEFAULT_ENCODING, ENCODINGS
 from openenv_gym.wire.messages import reset_message
 
-#: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
-RECONNECTED_KEY: Final = "reconnected"
 
-
-class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
+class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
     """N sessions of one OpenEnv environment, stepped together.
 
     Args:
@@ -144,7 +142,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
-        self._pending: tuple[Pending, frozenset[int] | None] | None = None
+        self._path: StepPath | None = None
         self.num_envs = check_num_envs(num_envs)
         urls = check_base_urls(base_url)
         per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
@@ -176,30 +174,28 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._action_codec = template.action_codec
         self._observation_codec = template.observation_codec
         self._reset_kwargs = template.reset_kwargs
-        self._buffers = BatchBuffers(
-            self._observation_codec,
-            num_envs,
+        more_servers = None
+        if per_server < num_envs:
+            more_servers = functools.partial(
+                connections.start_more_servers, id, env_kwargs, per_server
+            )
+        self._path = open_step_path(
+            connections,
+            template,
+            urls,
+            self._add_info,
             autoreset_mode=self.autoreset_mode,
             max_episode_steps=max_episode_steps,
-            add_info=self._add_info,
-            where=connections.url_of,
+            reconnect=reconnect,
+            before_open=more_servers,
         )
-        # Rows of one array batch are copied into the buffer before the next request.
-        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
+        self._buffers = self._path.buffers
         self._closed = False
-        try:
-            if per_server < num_envs:
-                connections.start_more_servers(id, env_kwargs, per_server)
-            connections.open(range(num_envs), check_capacity=urls is None)
-        except BaseException:
-            self.close()
-            raise
 
         self.single_observation_space = self._observation_codec.space
         self.single_action_space = self._action_codec.space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._plain_reset = reset_message(**self._reset_kwargs)["data"]
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -240,8 +236,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         The other sub-envs keep their observation. Used by the SB3 adapter, whose
         ``set_options`` gives every sub-env its own options.
         """
-        self._check_open()
-        self._drain_pending()
+        path = self._check_open()
+        path.drain()
         indices = list(indices)
         ops: list[Op | None] = [None] * self.num_envs
         for i, seed, extra in zip(indices, seeds, options, strict=True):
@@ -249,7 +245,7 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             ops[i] = ("reset", data)
         buffers = self._buffers
         infos: dict[str, Any] = {}
-        for channel, result in self._round_trip(ops):
+        for channel, result in path.round_trip(ops):
             infos = buffers.take_resets(channel.indices, result, infos)
         buffers.finish()
         buffers.mark_reset(indices)
@@ -282,31 +278,10 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self._start_step(actions, defer=False)
 
     def _start_step(self, actions: Any, *, defer: bool) -> None:
-        self._check_open()
-        if self._pending is not None:
+        path = self._check_open()
+        if path.pending:
             raise VectorUsageError("step_async() was called twice; call step_wait() first")
-        buffers = self._buffers
-        resetting = buffers.pending_resets
-        mode = self.autoreset_mode
-        if mode == AutoresetMode.DISABLED and resetting:
-            raise VectorUsageError(
-                f"sub-envs {resetting} ended at the last step and autoreset_mode is DISABLED: "
-                "reset them with reset(options={'reset_mask': mask}) before stepping them"
-            )
-        wires = self._action_codec.encode_batch(actions, self.num_envs, buffers.legal)
-        ops: list[Op | None] = [("step", wire) for wire in wires]
-        was_resetting: frozenset[int] | None = None
-        if mode == AutoresetMode.NEXT_STEP and resetting:
-            for i in resetting:
-                ops[i] = ("reset", self._plain_reset)
-            was_resetting = frozenset(resetting)
-        same_step = mode == AutoresetMode.SAME_STEP
-        limit = self._max_episode_steps
-        last = None if limit is None or not same_step else (buffers.elapsed + 1 >= limit).tolist()
-        pending = self._connections.send(
-            ops, same_step_reset=self._plain_reset if same_step else None, last=last, defer=defer
-        )
-        self._pending = (pending, was_resetting)
+        path.send(actions, max_episode_steps=self._max_episode_steps, defer=defer)
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the replies of :meth:`step_async`; returns what :meth:`step` returns.
@@ -315,31 +290,8 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
             VectorUsageError: No step is pending.
             SubEnvError: A sub-env's connection broke (and ``reconnect`` is off or failed).
         """
-        self._check_open()
-        if self._pending is None:
-            raise VectorUsageError("step_wait() was called without step_async(actions) first")
-        pending, was_resetting = self._pending
-        self._pending = None
+        infos, ended = self._check_open().collect()
         buffers = self._buffers
-        infos: dict[str, Any] = {}
-        ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
-
-        def take(channel: Channel, result: BatchResult) -> None:
-            # Each reply is decoded as soon as it is read: the next server may still step.
-            nonlocal infos
-            infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
-
-        _, reconnected = self._connections.collect_or_reopen(
-            pending, reconnect=self.reconnect, take=take
-        )
-        for i in reconnected:  # the episode ends here, truncated
-            buffers.mark_reconnected(i)
-            info: dict[str, Any] = {RECONNECTED_KEY: True}
-            if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                ended[i] = info
-            else:
-                infos = self._add_info(infos, info, i)
-        buffers.finish()
         if ended:
             infos = self._reset_ended_same_step(ended, infos)
         buffers.end_step()
@@ -355,52 +307,30 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
         self, final_infos: dict[int, dict[str, Any]], infos: dict[str, Any]
     ) -> dict[str, Any]:
         """SAME_STEP on connections whose server did not reset them (one more round trip)."""
-        buffers = self._buffers
+        buffers, path = self._buffers, self._check_open()
         ended = sorted(final_infos)
         for i in ended:
             final = {"final_obs": buffers.observation_of(i), "final_info": final_infos[i]}
             infos = self._add_info(infos, final, i)
         ops: list[Op | None] = [None] * self.num_envs
         for i in ended:
-            ops[i] = ("reset", self._plain_reset)
-        for channel, result in self._round_trip(ops):
+            ops[i] = ("reset", path.plain_reset)
+        for channel, result in path.round_trip(ops):
             infos = buffers.take_resets(channel.indices, result, infos)
         buffers.elapsed[ended] = 0
         buffers.finish()
         return infos
 
-    def _drain_pending(self) -> None:
-        """Wait out a step_async() nobody collected, so replies pair with their requests."""
-        if self._pending is not None:
-            pending, _ = self._pending
-            self._pending = None
-            with contextlib.suppress(Exception):
-                self._connections.collect(pending)
-
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop the servers this env started."""
         if self._closed:
             return
-        self._drain_pending()
+        if self._path is not None:
+            self._path.drain()
         self._closed = True
         self._connections.close()
 
     # ------------------------------------------------------------------ extras
-
-    @property
-    def servers(self) -> list[ServerProvider]:
-        """The servers this env started (and stops on close), e.g. the embedded one."""
-        return self._connections.providers
-
-    @property
-    def base_urls(self) -> list[str]:
-        """The server URL of each sub-env."""
-        return self._connections.urls
-
-    @property
-    def connections(self) -> list[BlockingConnection]:
-        """The open WebSocket connections (one per server worker when :attr:`batched`)."""
-        return self._connections.sessions
 
     @property
     def batched(self) -> bool:
@@ -410,26 +340,16 @@ class OpenEnvVectorEnv(VectorEnv[Any, Any, Any]):
 
     def call_state(self) -> list[dict[str, Any]]:
         """The server-side state of every sub-env (the OpenEnv ``state`` message)."""
-        self._check_open()
-        self._drain_pending()
+        self._check_open().drain()
         return self._connections.states()
 
     # ------------------------------------------------------------------ internals
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def _check_open(self) -> StepPath:
+        """The step path of the open env."""
+        if self._closed or self._path is None:
             raise VectorUsageError("this vector env is closed; create a new one to go on")
-
-    def _round_trip(self, ops: list[Op | None]) -> list[tuple[Channel, BatchResult]]:
-        """Send ``ops`` (resets) and collect; a broken connection is reopened and its resets
-        sent again when ``reconnect`` is on."""
-        results, _ = self._connections.collect_or_reopen(
-            self._connections.send(ops),
-            reconnect=self.reconnect,
-            retry=ops,
-            reset=("reset", self._plain_reset),
-        )
-        return results
+        return self._path
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of each sub-env's last observation: ``(num_envs, n)`` ``bool``

@@ -38,6 +38,23 @@ AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 _METADATA: Final = "metadata"
 
 
+def empty_column(first: Any, num_envs: int) -> np.ndarray:
+    """An info column for ``num_envs`` sub-envs whose first value is ``first``, as
+    ``VectorEnv._add_info`` makes it: numbers in a numeric array, arrays stacked, anything
+    else in an object array.
+
+    Example:
+        >>> empty_column(1.5, 2), empty_column("x", 2)
+        (array([0., 0.]), array([None, None], dtype=object))
+    """
+    kind = type(first)
+    if kind in (int, float, bool) or issubclass(kind, np.number):
+        return np.zeros(num_envs, dtype=kind)
+    if isinstance(first, np.ndarray):
+        return np.zeros((num_envs, *first.shape), dtype=first.dtype)
+    return np.full(num_envs, fill_value=None, dtype=object)
+
+
 def merge_column(
     add_info: AddInfo,
     num_envs: int,
@@ -53,14 +70,7 @@ def merge_column(
         return infos
     column = infos.get(key)
     if column is None:
-        first = values[0]
-        kind = type(first)
-        if kind in (int, float, bool) or issubclass(kind, np.number):
-            column = np.zeros(num_envs, dtype=kind)
-        elif isinstance(first, np.ndarray):
-            column = np.zeros((num_envs, *first.shape), dtype=first.dtype)
-        else:
-            column = np.full(num_envs, fill_value=None, dtype=object)
+        column = empty_column(values[0], num_envs)
     run = range(targets[0], targets[0] + len(targets))
     where: slice | list[int] = (
         slice(run.start, run.stop) if list(targets) == list(run) else list(targets)
@@ -70,10 +80,17 @@ def merge_column(
             column[index] = value
     else:
         column[where] = values
+    return _store(infos, key, column, where, num_envs)
+
+
+def _store(
+    infos: dict[str, Any], key: str, column: Any, rows: Any, num_envs: int
+) -> dict[str, Any]:
+    """Put ``column`` under ``key`` and mark ``rows`` in its ``_key`` mask."""
     mask = infos.get(f"_{key}")
     if mask is None:
         mask = np.zeros(num_envs, dtype=np.bool_)
-    mask[where] = True
+    mask[rows] = True
     infos[key], infos[f"_{key}"] = column, mask
     return infos
 
@@ -144,19 +161,9 @@ def info_adder(num_envs: int) -> AddInfo:
             else:
                 array = infos.get(key)
                 if array is None:
-                    kind = type(value)
-                    if kind in (int, float, bool) or issubclass(kind, np.number):
-                        array = np.zeros(num_envs, dtype=kind)
-                    elif isinstance(value, np.ndarray):
-                        array = np.zeros((num_envs, *value.shape), dtype=value.dtype)
-                    else:
-                        array = np.full(num_envs, fill_value=None, dtype=object)
+                    array = empty_column(value, num_envs)
                 array[index] = value
-            mask = infos.get(f"_{key}")
-            if mask is None:
-                mask = np.zeros(num_envs, dtype=np.bool_)
-            mask[index] = True
-            infos[key], infos[f"_{key}"] = array, mask
+            infos = _store(infos, key, array, index, num_envs)
         return infos
 
     return add_info
@@ -188,4 +195,11 @@ def take_info_rows(infos: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
     return taken
 
 
-__all__ = ["AddInfo", "info_adder", "merge_column", "merge_result_infos", "take_info_rows"]
+__all__ = [
+    "AddInfo",
+    "empty_column",
+    "info_adder",
+    "merge_column",
+    "merge_result_infos",
+    "take_info_rows",
+]

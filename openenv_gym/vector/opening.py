@@ -32,6 +32,7 @@ from openenv_gym.errors import (
     CapacityReachedError,
     NoWebSocketEndpointError,
     OpenEnvGymError,
+    PicklableError,
     ProtocolError,
     ServerReplyError,
 )
@@ -52,7 +53,7 @@ from openenv_gym.wire.shared_memory import ProbeFile
 PARALLEL_OPENS: Final = 8
 
 
-class SessionsRefusedError(Exception):
+class SessionsRefusedError(PicklableError):
     """Sessions a server refused with ``CAPACITY_REACHED`` while opening (internal)."""
 
     def __init__(self, refused: int) -> None:

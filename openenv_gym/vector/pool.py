@@ -36,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -46,17 +45,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     OpenEnvGymError,
     PoolUsageError,
 )
-from openenv_gym.providers.base import ServerProvider
-from openenv_gym.vector.buffers import BatchBuffers
-from openenv_gym.vector.channels import Channel
-from openenv_gym.vector.connections import Connections, Pending
-from openenv_gym.vector.env import RECONNECTED_KEY
+from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
 from openenv_gym.vector.options import (
@@ -71,13 +65,19 @@ from openenv_gym.vector.options import (
     seeds_for,
     spread_over,
 )
+from openenv_gym.vector.pool_arguments import (
+    envpool_dtypes,
+    first_seeds,
+    pool_options,
+    send_arguments,
+)
 from openenv_gym.vector.round_trip import Op
-from openenv_gym.wire.batch import BatchResult
+from openenv_gym.vector.step_path import RECONNECTED_KEY, SubEnvConnections, open_step_path
 from openenv_gym.wire.encoding import DEFAULT_ENCODING
 from openenv_gym.wire.messages import reset_message
 
 
-class OpenEnvPool:
+class OpenEnvPool(SubEnvConnections):
     """``num_envs`` sessions of one OpenEnv environment, stepped ``batch_size`` at a time.
 
     Made by :func:`make_pool`; see the module doc.
@@ -103,6 +103,8 @@ class OpenEnvPool:
         **env_kwargs: Any,
     ) -> None:
         self._closed = True
+        envpool_options = pool_options(env_kwargs)  # seed=, num_threads=, env_type=
+        env_kwargs, self._make_seed = envpool_options.env_kwargs, envpool_options.seed
         self.num_envs = check_num_envs(num_envs)
         self.batch_size = check_batch_size(batch_size, self.num_envs)
         urls = check_base_urls(base_url)
@@ -128,21 +130,18 @@ class OpenEnvPool:
         self._action_codec = template.action_codec
         self._reset_kwargs = template.reset_kwargs
         self._add_info = info_adder(self.num_envs)
-        self._buffers = BatchBuffers(
-            template.observation_codec,
-            self.num_envs,
+        # The vector env's step: a synchronous send of every sub-env (batch_size == num_envs).
+        self._path = open_step_path(
+            connections,
+            template,
+            urls,
+            self._add_info,
             autoreset_mode=AutoresetMode.NEXT_STEP,
             max_episode_steps=max_episode_steps,
-            add_info=self._add_info,
-            where=connections.url_of,
+            reconnect=reconnect,
         )
-        connections.adopt(template, urls, borrow_arrays=self._buffers.stacked)
+        self._buffers = self._path.buffers
         self._closed = False
-        try:
-            connections.open(range(self.num_envs), check_capacity=urls is None)
-        except BaseException:
-            self.close()
-            raise
         self.observation_space = template.observation_codec.space
         self.action_space = self._action_codec.space
         self.spec = gym.spec(env_id) if env_id is not None else None
@@ -152,21 +151,16 @@ class OpenEnvPool:
             "batch_size": self.batch_size,
             "max_episode_steps": max_episode_steps,
             "reconnect": reconnect,
+            "seed": self._make_seed,
             "base_urls": sorted(set(connections.urls)),
         }
-        self._plain_reset = reset_message(**self._reset_kwargs)["data"]
         self._infos: dict[str, Any] = {}
         self._started = np.zeros(self.num_envs, dtype=np.bool_)  # reset at least once
-        self._ended = np.zeros(self.num_envs, dtype=np.bool_)  # reset by the next send
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
         self._ready: deque[int] = deque()  # reply read, not returned by recv() yet
         self._flights = InFlight(connections, self.num_envs)
         self._every = np.arange(self.num_envs)
-        self._every_list = list(range(self.num_envs))
         self._last = self._every
-        # A synchronous send of every sub-env (batch_size == num_envs), not collected yet:
-        # the vector env's round trip, and the sub-envs whose op was an autoreset.
-        self._round_trip: tuple[Pending, frozenset[int] | None] | None = None
 
     # ------------------------------------------------------------------ envpool API
 
@@ -187,25 +181,19 @@ class OpenEnvPool:
         self._check_open()
         ids = self._check_ids(env_id, busy_ok=True)
         self._drain()
-        seeds = seeds_for(seed, self.num_envs)
+        seeds = self._seeds(seed, ids)
         ops: list[Op | None] = [None] * self.num_envs
         for i in ids:
             ops[i] = ("reset", reset_message(seed=seeds[i], **self._reset_kwargs)["data"])
-        results, _ = self._connections.collect_or_reopen(
-            self._connections.send(ops),
-            reconnect=self.reconnect,
-            retry=ops,
-            reset=("reset", self._plain_reset),
-        )
+        results = self._path.round_trip(ops)
         self._flights.map_channels()
         buffers = self._buffers
         for channel, result in results:
             self._infos = buffers.take_resets(channel.indices, result, self._infos)
         buffers.mark_reset(ids)
         self._started[ids] = True
-        self._ended[ids] = False
         self._last = np.array(ids)
-        obs, _, _, _, info = self._batch_of(self._last)
+        obs, _, _, _, info = envpool_dtypes(self._batch_of(self._last))
         return obs, info
 
     def async_reset(
@@ -216,7 +204,7 @@ class OpenEnvPool:
         self._check_open()
         ids = self._check_ids(env_id, busy_ok=True)
         self._drain()
-        seeds = seeds_for(seed, self.num_envs)
+        seeds = self._seeds(seed, ids)
         ops = {
             i: ("reset", reset_message(seed=seeds[i], **self._reset_kwargs)["data"]) for i in ids
         }
@@ -242,9 +230,10 @@ class OpenEnvPool:
         """:meth:`send`; ``defer``: a synchronous round trip only builds its frames (the
         following :meth:`recv` sends and reads them in one go, as the vector env's step)."""
         self._check_open()
+        actions, env_id = send_arguments(actions, env_id)  # envpool's dict form
         ids = self._check_ids(self._last if env_id is None else env_id, busy_ok=False)
         if self._synchronous(ids):
-            self._send_every(actions, ids, defer=defer)
+            self._path.send(actions, ids=ids, defer=defer)
             return
         unstarted = [i for i in ids if not self._started[i]]
         if unstarted:
@@ -253,15 +242,16 @@ class OpenEnvPool:
                 "pool.reset() before sending actions"
             )
         try:
-            wires = self._encode(actions, ids)
+            wires = self._path.encode(actions, ids)
         except OpenEnvGymError as exc:
             exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
             raise
         ops: dict[int, Op] = {}
         resets: set[int] = set()
+        autoreset = self._buffers.autoreset
         for i, wire in zip(ids, wires, strict=True):
-            if self._ended[i]:
-                ops[i] = ("reset", self._plain_reset)
+            if autoreset[i]:
+                ops[i] = ("reset", self._path.plain_reset)
                 resets.add(i)
             else:
                 ops[i] = ("step", wire)
@@ -277,9 +267,8 @@ class OpenEnvPool:
             SubEnvError: A connection broke (and ``reconnect`` is off or failed).
         """
         self._check_open()
-        if self._round_trip is not None:
-            round_trip, self._round_trip = self._round_trip, None
-            return self._recv_every(*round_trip)
+        if self._path.pending:
+            return envpool_dtypes(self._recv_every())
         need = self.batch_size
         if len(self._ready) + len(self._in_flight) < need:
             raise PoolUsageError(
@@ -291,7 +280,7 @@ class OpenEnvPool:
             self._wait_for_replies()
         ids = np.array([self._ready.popleft() for _ in range(need)])
         self._last = ids
-        return self._batch_of(ids)
+        return envpool_dtypes(self._batch_of(ids))
 
     def step(
         self, actions: Any, env_id: Any = None
@@ -299,21 +288,6 @@ class OpenEnvPool:
         """:meth:`send` then :meth:`recv`."""
         self._send(actions, env_id, defer=True)
         return self.recv()
-
-    @property
-    def servers(self) -> list[ServerProvider]:
-        """The servers this pool started (and stops on close), e.g. the embedded one."""
-        return self._connections.providers
-
-    @property
-    def base_urls(self) -> list[str]:
-        """The server URL of each sub-env."""
-        return self._connections.urls
-
-    @property
-    def connections(self) -> list[BlockingConnection]:
-        """The open WebSocket connections (one per session against an official server)."""
-        return self._connections.sessions
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of the sub-envs of the last :meth:`recv` (or :meth:`reset`):
@@ -333,6 +307,15 @@ class OpenEnvPool:
         self._closed = True
         self._connections.close()
 
+    def __len__(self) -> int:
+        """``num_envs``, as envpool's ``len(pool)``."""
+        return self.num_envs
+
+    def _seeds(self, seed: int | Sequence[int | None] | None, ids: list[int]) -> list[int | None]:
+        """Per sub-env seeds of a reset: ``seed``'s, else ``make_pool(seed=)``'s on a first."""
+        fresh = [i for i in ids if not self._started[i]]
+        return first_seeds(seeds_for(seed, self.num_envs), make_seed=self._make_seed, fresh=fresh)
+
     def __enter__(self) -> OpenEnvPool:
         return self
 
@@ -346,12 +329,6 @@ class OpenEnvPool:
         )
 
     # ------------------------------------------------------------------ replies
-
-    def _encode(self, actions: Any, ids: list[int]) -> list[dict[str, Any]]:
-        """The wire actions of sub-envs ``ids``, given each one's last legal actions (a
-        chess pawn's bare move to the last rank is a queen promotion), as the vector env."""
-        legal = self._buffers.legal
-        return self._action_codec.encode_batch(actions, len(ids), [legal[i] for i in ids])
 
     def _dispatch(self, ops: Mapping[int, Op], resets: set[int]) -> None:
         self._in_flight.update(ops)
@@ -384,13 +361,13 @@ class OpenEnvPool:
             )
         except BaseException:
             # Not in flight any more; resetting them is how they go on.
-            self._ended[flight.sub_envs] = True
+            buffers.end_episodes(flight.sub_envs)
             self._in_flight.difference_update(flight.sub_envs)
             self._flights.flush(channel)
             raise
-        for k in result.indices:
-            i = channel.indices[k]
-            self._ended[i] = buffers.terminations[i] or buffers.truncations[i]
+        stepped = [channel.indices[k] for k in result.indices]
+        buffers.settle(stepped)
+        for i in stepped:
             self._in_flight.discard(i)
             self._ready.append(i)
         self._flights.flush(channel)
@@ -404,8 +381,8 @@ class OpenEnvPool:
         held = self._flights.forget_held(flight.channel)
         affected = connections.reopen(flight.channel.indices, [cause])
         self._flights.map_channels()
-        self._ended[affected] = True  # their new sessions start with a reset
         buffers = self._buffers
+        buffers.end_episodes(affected)  # their new sessions start with a reset
         for i in [*flight.sub_envs, *held]:
             buffers.mark_reconnected(i)
             self._infos = self._add_info(self._infos, {RECONNECTED_KEY: True}, i)
@@ -414,11 +391,7 @@ class OpenEnvPool:
 
     def _drain(self) -> None:
         """Wait out the frames in flight and forget every reply not returned yet."""
-        if self._round_trip is not None:
-            pending, _ = self._round_trip
-            self._round_trip = None
-            with contextlib.suppress(Exception):  # replies dropped: only their order matters
-                self._connections.collect(pending)
+        self._path.drain()
         self._flights.drain()
         self._in_flight.clear()
         self._ready.clear()
@@ -438,60 +411,17 @@ class OpenEnvPool:
             and bool(self._started.all())
         )
 
-    def _send_every(self, actions: Any, ids: list[int], *, defer: bool) -> None:
-        """Send every sub-env's op as the vector env's step does (autoresets included)."""
-        try:
-            wires = self._encode(actions, ids)
-        except OpenEnvGymError as exc:
-            exc.add_note(f"(the actions of sub-envs {ids}, in that order)")
-            raise
-        if ids == self._every_list:
-            ops: list[Op | None] = [("step", wire) for wire in wires]
-        else:
-            ops = [None] * self.num_envs
-            for i, wire in zip(ids, wires, strict=True):
-                ops[i] = ("step", wire)
-        resetting: frozenset[int] | None = None
-        if self._ended.any():
-            ended = np.flatnonzero(self._ended).tolist()
-            for i in ended:
-                ops[i] = ("reset", self._plain_reset)
-            resetting = frozenset(ended)
-        self._round_trip = (self._connections.send(ops, defer=defer), resetting)
-
-    def _recv_every(
-        self, pending: Pending, resetting: frozenset[int] | None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Collect the synchronous round trip of :meth:`_send_every`; every sub-env, in
-        order (the vector env's ``step_wait``)."""
+    def _recv_every(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the synchronous round trip: every sub-env, in order (the vector env's
+        ``step_wait``)."""
         buffers = self._buffers
-        infos: dict[str, Any] = {}
-        taken = np.zeros(self.num_envs, dtype=np.bool_)
-
-        def take(channel: Channel, result: BatchResult) -> None:
-            nonlocal infos
-            infos = buffers.take_steps(channel.indices, result, resetting, infos, {})
-            taken[channel.indices] = True
-
-        try:
-            _, reconnected = self._connections.collect_or_reopen(
-                pending, reconnect=self.reconnect, take=take
-            )
-        except BaseException:
-            # The sub-envs whose reply was not taken go on by a reset, as the others that ended.
-            np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
-            self._ended[~taken] = True
-            raise
-        if reconnected:
+        infos, _ = self._path.collect()  # NEXT_STEP: nothing left to reset in this step
+        if self._path.reconnected:
             self._flights.map_channels()
-            for i in reconnected:  # the episode ends here, truncated; the next send resets
-                buffers.mark_reconnected(i)
-                infos = self._add_info(infos, {RECONNECTED_KEY: True}, i)
-        np.logical_or(buffers.terminations, buffers.truncations, out=self._ended)
+        buffers.end_step()
         self._last = self._every
         infos["env_id"] = self._every.copy()
         infos["elapsed_step"] = buffers.elapsed.copy()
-        buffers.finish()
         return (
             buffers.batch_observations(copy=True),
             buffers.rewards.copy(),
@@ -523,7 +453,7 @@ class OpenEnvPool:
     def _check_ids(self, env_id: Any, *, busy_ok: bool) -> list[int]:
         ids = check_env_ids(env_id, self.num_envs)
         if not busy_ok:
-            if self._round_trip is not None:
+            if self._path.pending:
                 busy = ids
             else:
                 busy = [i for i in ids if i in self._in_flight or i in self._ready]
@@ -549,11 +479,14 @@ def make_pool(
         num_envs: The number of sub-envs (sessions).
         batch_size: How many sub-envs :meth:`OpenEnvPool.recv` returns; ``None`` (or
             ``num_envs``): all of them, synchronously.
-        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``, and
-            what ``gymnasium.make(env_id, ...)`` takes.
+        **env_kwargs: ``base_url``, ``encoding``, ``reconnect``, ``max_episode_steps``,
+            envpool's ``seed`` / ``num_threads`` / ``env_type`` (see
+            :mod:`~openenv_gym.vector.pool_arguments`), and what
+            ``gymnasium.make(env_id, ...)`` takes.
 
     Raises:
-        PoolUsageError: ``batch_size`` is not in ``1..num_envs``.
+        PoolUsageError: ``batch_size`` is not in ``1..num_envs``; ``seed`` is not an int,
+            ``env_type`` is ``"dm"``.
         VectorUsageError: ``num_envs``, ``base_url`` or ``encoding`` is invalid.
         InsufficientCapacityError: The servers cannot take ``num_envs`` sessions.
     """

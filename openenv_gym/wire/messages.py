@@ -30,7 +30,12 @@ from typing import Any, Final
 
 import pydantic_core
 
-from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
+from openenv_gym.errors import (
+    CapacityReachedError,
+    PicklableError,
+    ProtocolError,
+    ServerReplyError,
+)
 
 WS_PATH: Final = "/ws"
 HEALTH_PATH: Final = "/health"
@@ -342,7 +347,7 @@ class ClientMessage:
     compress: Any = None
 
 
-class ClientMessageError(Exception):
+class ClientMessageError(PicklableError):
     """A client frame the server must answer with an error reply (not raised to users).
 
     ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.

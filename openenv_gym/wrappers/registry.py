@@ -65,7 +65,6 @@ from openenv_gym.wrappers.noise import (
 from openenv_gym.wrappers.normalization import Normalize, VectorNormalize
 from openenv_gym.wrappers.recording import RecordTrajectories, VectorRecordTrajectories
 from openenv_gym.wrappers.shaping import (
-    FieldKey,
     Number,
     ShapeReward,
     TermConfig,
@@ -73,8 +72,7 @@ from openenv_gym.wrappers.shaping import (
 )
 from openenv_gym.wrappers.termination import (
     Condition,
-    FieldBound,
-    NoRewardFor,
+    ConditionConfig,
     TerminateWhen,
     VectorTerminateWhen,
 )
@@ -339,42 +337,6 @@ def _at(context: BuildContext, make: Any, space: Any) -> Any:
 def _checked_noise(noise: NoiseProcess, space: Any) -> NoiseProcess:
     noise.check_space(space)
     return noise
-
-
-class FieldBoundOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    source: Literal["observation", "info"] = "observation"
-    key: FieldKey
-    low: Number | None = None
-    high: Number | None = None
-    outcome: Literal["terminated", "truncated"] = "truncated"
-
-
-class NoRewardOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    steps: PositiveInt
-    threshold: Number = 0.0
-    outcome: Literal["terminated", "truncated"] = "truncated"
-
-
-class ConditionConfig(BaseModel):
-    """``{field_bound: {...}}`` or ``{no_reward_for: {...}}``."""
-
-    model_config = ConfigDict(extra="forbid")
-    field_bound: FieldBoundOptions | None = None
-    no_reward_for: NoRewardOptions | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ConditionConfig:
-        if (self.field_bound is None) == (self.no_reward_for is None):
-            raise ValueError("a condition is a mapping with one key: field_bound or no_reward_for")
-        return self
-
-    def build(self) -> Condition:
-        if self.field_bound is not None:
-            return FieldBound(**self.field_bound.model_dump())
-        assert self.no_reward_for is not None  # _exactly_one
-        return NoRewardFor(**self.no_reward_for.model_dump())
 
 
 class TerminateWhenSpec(WrapperSpec):

@@ -44,10 +44,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
 from openenv_gym.errors import WrapperConfigError
 from openenv_gym.wrappers.episodes import EpisodeTracker, autoreset_mode_of, index_observation
 from openenv_gym.wrappers.fields import check_scalar_field, read_field
+from openenv_gym.wrappers.shaping import FieldKey, Number
 
 __all__ = [
     "TERMINATION_KEY",
@@ -319,3 +321,42 @@ def _merge(old: Any, new: Any, mask: np.ndarray) -> Any:
     out = np.array(old, copy=True)
     out[mask] = np.asarray(new)[mask]
     return out
+
+
+# ---------------------------------------------------------------- config of the conditions
+
+
+class FieldBoundOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["observation", "info"] = "observation"
+    key: FieldKey
+    low: Number | None = None
+    high: Number | None = None
+    outcome: Literal["terminated", "truncated"] = "truncated"
+
+
+class NoRewardOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: PositiveInt
+    threshold: Number = 0.0
+    outcome: Literal["terminated", "truncated"] = "truncated"
+
+
+class ConditionConfig(BaseModel):
+    """``{field_bound: {...}}`` or ``{no_reward_for: {...}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    field_bound: FieldBoundOptions | None = None
+    no_reward_for: NoRewardOptions | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ConditionConfig:
+        if (self.field_bound is None) == (self.no_reward_for is None):
+            raise ValueError("a condition is a mapping with one key: field_bound or no_reward_for")
+        return self
+
+    def build(self) -> Condition:
+        if self.field_bound is not None:
+            return FieldBound(**self.field_bound.model_dump())
+        assert self.no_reward_for is not None  # _exactly_one
+        return NoRewardFor(**self.no_reward_for.model_dump())

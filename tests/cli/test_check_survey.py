@@ -52,8 +52,9 @@ def test_an_undeclared_range_is_refused_and_the_survey_shows_what_was_observed(
     assert "observed: 'legal_actions': values 0..3, 0..4 items" in survey
     assert "observed: 'board': values 0..2, shapes (2, 4)" in survey
     assert survey[-1].startswith("a sample, not the game's range")
-    # Nothing observed became a space: the call to paste still asks for n.
-    assert "gymnasium.spaces.Discrete(n)" in report
+    # Nothing observed became a space: the call to paste is labelled observed.
+    assert "Fix (observed, not declared): action_field_spaces={'column': " in report
+    assert "Paste (observed at one reset, not declared; the game may allow more)" in report
     assert "works:" not in report
     assert report.endswith("result: FAIL (spaces) (4 checks)\n")  # the survey is no check
 

@@ -6,8 +6,8 @@ the line before its fence changes that, visibly in the doc:
 * ``<!-- docs-test: server (...) -->``: a CartPole server (ours, in this process) stands in
   at ``http://127.0.0.1:8000``; the block runs against it.
 * ``<!-- docs-test: atari-server (...) -->``: the same with our Atari server (Pong).
-* ``<!-- docs-test: recording (...) -->``: a recording of CartPole is made in
-  ``runs/cartpole`` of the scratch directory first (Minari datasets go there too).
+* ``<!-- docs-test: recording (...) -->``: the block records its own episodes (a reader runs
+  it after the block before it); Minari datasets go into the scratch directory.
 * ``<!-- docs-test: examples (...) -->``: the repository's ``examples/`` is copied into the
   scratch directory first.
 * ``<!-- docs-test: docker (...) -->``: runs when a Docker engine and our images are there
@@ -97,7 +97,6 @@ def test_code_block_runs(block: CodeBlock, tmp_path: Path, monkeypatch: pytest.M
     elif kind == "recording":
         pytest.importorskip("pyarrow", reason="recordings need the [datasets] extra")
         monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-        _record_cartpole(tmp_path / "runs" / "cartpole")
         _run(block, code)
     elif kind == "examples":
         shutil.copytree(REPO / "examples", tmp_path / "examples")
@@ -141,23 +140,6 @@ def _check_elsewhere(block: CodeBlock) -> None:
     doc = str(block.path.relative_to(REPO))
     assert doc in test_file.read_text(), f"{block.name}: {test_file} does not read {doc}"
     compile(block.code, block.name, "exec")
-
-
-def _record_cartpole(out: Path) -> None:
-    import gymnasium as gym
-
-    from openenv_gym.wrappers import RecordTrajectories
-
-    env = RecordTrajectories(gym.make("CartPole-v1"), out, metadata={"policy": "random"})
-    env.action_space.seed(0)
-    env.reset(seed=0)
-    for _ in range(3):
-        done = False
-        while not done:
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            done = terminated or truncated
-        env.reset()
-    env.close()
 
 
 def _docker_missing() -> str:

@@ -19,7 +19,8 @@ from openenv.core import GenericEnvClient
 from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.envs.atari import AtariOpenEnvEnv, atari_server
+from openenv_gym.envs.atari.client import AtariOpenEnvEnv
+from openenv_gym.envs.atari.server import atari_server
 from openenv_gym.errors import (
     ActionOutOfSpaceError,
     BinaryEncodingRefusedError,

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 FAKE_PYTHON = """#!/usr/bin/env bash
@@ -74,3 +76,14 @@ def test_other_extras_or_a_changed_pyproject_install_again(tmp_path: Path) -> No
         pyproject.write("\n# changed\n")
     _setup(checkout)
     assert len(_pip_calls(checkout)) == calls + 1
+
+
+@pytest.mark.slow  # a setup.sh run: ~5 s
+def test_pip_shows_its_progress(tmp_path: Path) -> None:
+    """A `dev` install takes minutes: pip's own lines are its progress (issue 34, item 6)."""
+    checkout = _checkout(tmp_path)
+    _setup(checkout, "dev")
+    calls = _pip_calls(checkout)
+    assert calls
+    assert not any("--quiet" in call.split() or " -q " in f" {call} " for call in calls)
+    assert all("--progress-bar off" in call for call in calls)

@@ -83,22 +83,29 @@ def _pinged_within(sock: socket.socket, seconds: float) -> bool:
 def test_ping_interval_and_timeout_free_the_session_of_a_client_that_does_not_answer(
     serve_process: Callable[..., ServedProcess],
 ) -> None:
-    served = serve_process("--ping-interval", "0.5", "--ping-timeout", "0.5")
+    served = serve_process("--ping-interval", "1", "--ping-timeout", "1")
     sock = raw_websocket_session(served.url)
     try:
         assert _pinged_within(sock, 5.0)  # the default interval is 20 s
-        assert _closed_within(sock, 5.0)  # never answered: dropped after 0.5 s more
+        assert _closed_within(sock, 5.0)  # never answered: dropped after 1 s more
     finally:
         sock.close()
 
 
 def test_ping_interval_0_never_pings(serve_process: Callable[..., ServedProcess]) -> None:
-    served = serve_process("--ping-interval", "0", "--ping-timeout", "0.5")
+    served = serve_process("--ping-interval", "0", "--ping-timeout", "1")
     sock = raw_websocket_session(served.url)
     try:
         assert not _pinged_within(sock, 2.0)
     finally:
         sock.close()
+
+
+#: Why ``serve`` refuses pings under 1 s (issue 34, item 3).
+TOO_SHORT = (
+    "expected at least 1 s (openenv-gym clients answer the pings of an idle connection within "
+    "0.75 s; shorter settings drop healthy clients that pause between steps)"
+)
 
 
 @pytest.mark.parametrize(
@@ -108,9 +115,10 @@ def test_ping_interval_0_never_pings(serve_process: Callable[..., ServedProcess]
         ("--handshake-timeout", "soon", "expected a number of seconds, got 'soon'"),
         ("--max-pending", "0", "expected a positive integer, got '0'"),
         ("--max-pending", "1.5", "expected a positive integer, got '1.5'"),
-        ("--ping-interval", "-1", "expected a number of seconds >= 0 (0: off), got '-1'"),
-        ("--ping-interval", "nan", "expected a number of seconds >= 0 (0: off), got 'nan'"),
-        ("--ping-timeout", "0", "expected a positive number of seconds, got '0'"),
+        ("--ping-interval", "-1", f"{TOO_SHORT} or 0 (off), got '-1': use --ping-interval 1"),
+        ("--ping-interval", "nan", f"{TOO_SHORT} or 0 (off), got 'nan': use --ping-interval 1"),
+        ("--ping-interval", "soon", "expected at least 1 s or 0 (off), got 'soon'"),
+        ("--ping-timeout", "0", f"{TOO_SHORT}, got '0': use --ping-timeout 1"),
     ],
 )
 def test_a_bad_value_is_a_usage_error_naming_the_flag_and_the_value(

@@ -19,14 +19,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from openenv_gym.busy_poll import BusyPoller
-from openenv_gym.server.turn_end import (
-    OFF_SAMPLE_EVERY,
-    READY_GAP,
-    WAKE_UP_COST,
-    SpinPolicy,
-    TurnEnd,
-)
+from openenv_gym.busy_poll import READY_GAP, WAKE_UP_COST, BusyPoller, SpinRule
+from openenv_gym.server.turn_end import OFF_SAMPLE_EVERY, TurnEnd
 from openenv_gym.wire.messages import http_to_ws_url
 
 
@@ -69,7 +63,8 @@ class _RecordingPoller(BusyPoller):
         self.events = events
 
     def spin(self) -> bool:
-        self.events.append("spin")
+        if self.spinning:  # a call that the rule lets spin
+            self.events.append("spin")
         return super().spin()
 
 
@@ -107,26 +102,26 @@ def test_a_turn_end_without_a_reply_does_not_spin() -> None:
 
 
 def test_the_policy_stops_spinning_when_requests_come_later_than_the_budget() -> None:
-    policy = SpinPolicy(budget=500e-6)
-    assert policy.spin_pays  # a fresh server spins
+    policy = SpinRule(budget=500e-6)
+    assert policy.gaps_pay  # a fresh server spins
     for _ in range(100):
         policy.note_gap(5e-3)  # the next request comes 5 ms after the replies
-    assert not policy.spin_pays
+    assert not policy.gaps_pay
     for _ in range(400):
         policy.note_gap(100e-6)  # a tight loop again: each spin saves a wake-up
-    assert policy.spin_pays
+    assert policy.gaps_pay
 
 
 @pytest.mark.parametrize("ready", [0.0, READY_GAP / 2])
 def test_requests_already_there_neither_pay_for_nor_cost_a_spin(ready: float) -> None:
-    policy = SpinPolicy(budget=500e-6)
+    policy = SpinRule(budget=500e-6)
     for _ in range(1000):
         policy.note_gap(ready)
     assert 0 < policy.score <= WAKE_UP_COST
 
 
 def test_one_wasted_budget_needs_ten_saved_wake_ups_at_the_default_budget() -> None:
-    paying, costing = SpinPolicy(budget=500e-6), SpinPolicy(budget=500e-6)
+    paying, costing = SpinRule(budget=500e-6), SpinRule(budget=500e-6)
     for _ in range(100):
         for _ in range(12):
             paying.note_gap(100e-6)
@@ -134,18 +129,18 @@ def test_one_wasted_budget_needs_ten_saved_wake_ups_at_the_default_budget() -> N
         for _ in range(8):
             costing.note_gap(100e-6)
         costing.note_gap(5e-3)
-    assert paying.spin_pays
-    assert not costing.spin_pays
+    assert paying.gaps_pay
+    assert not costing.gaps_pay
 
 
 def _switched_off(events: list[str], fd: int, budget: float = 500e-6) -> TurnEnd:
     poller = _RecordingPoller(events, budget=budget)
     poller.register(fd)
     turn_end = TurnEnd(poller)
-    assert turn_end.policy is not None
+    assert turn_end.rule is not None
     for _ in range(200):
-        turn_end.policy.note_gap(10 * budget)  # requests came long after the replies
-    assert not turn_end.policy.spin_pays
+        turn_end.rule.note_gap(10 * budget)  # requests came long after the replies
+    assert not turn_end.rule.gaps_pay
     return turn_end
 
 
@@ -173,7 +168,7 @@ def test_a_saved_wake_up_brings_back_measuring_every_turn_and_then_spinning() ->
     left, right = socket.socketpair()
     # A 5 ms budget: the 50 us naps below stay within it even on a loaded machine.
     turn_end = _switched_off(events, left.fileno(), budget=5e-3)
-    policy = turn_end.policy
+    policy = turn_end.rule
     assert policy is not None
 
     async def tight_loop() -> int:
@@ -182,7 +177,7 @@ def test_a_saved_wake_up_brings_back_measuring_every_turn_and_then_spinning() ->
             await asyncio.sleep(0)
             time.sleep(50e-6)  # the next request comes 50 us later: a spin would catch it
             turn_end.heard()
-            if policy.spin_pays:
+            if policy.gaps_pay:
                 return count
         return -1
 
@@ -195,3 +190,29 @@ def test_a_saved_wake_up_brings_back_measuring_every_turn_and_then_spinning() ->
     # back above 0 (one measured in 8 throughout would take ~2,300).
     assert 0 < turns < 1000, turns
     assert policy.last_saved
+
+
+def test_a_preempted_server_sleeps_instead_of_spinning_and_measures_the_gap() -> None:
+    events: list[str] = []
+    left, right = socket.socketpair()
+    poller = _RecordingPoller(events, budget=5e-3)
+    poller.register(left.fileno())
+    turn_end = TurnEnd(poller)
+    rule = turn_end.rule
+    assert rule is not None
+    # The cores are oversubscribed: a spin had the CPU for 1% of its wall time.
+    rule.note_spin(wall=4e-3, cpu=40e-6, now=time.perf_counter())
+
+    async def one_turn() -> None:
+        turn_end.replied()
+        await asyncio.sleep(0)  # the turn ends: no spin, the wait sleeps in the loop
+        turn_end.heard()  # the next request: the gap is measured all the same
+
+    try:
+        asyncio.run(one_turn())
+    finally:
+        left.close()
+        right.close()
+    assert events == []
+    assert turn_end.turns == 1
+    assert rule.gaps == 1

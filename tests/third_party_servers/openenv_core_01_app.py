@@ -62,6 +62,7 @@ def main() -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before READY: a client may connect as soon as it reads the line
     server = uvicorn.Server(uvicorn.Config(build_app(), log_level="warning"))
     print(f"READY {sock.getsockname()[1]}", flush=True)
     server.run(sockets=[sock])

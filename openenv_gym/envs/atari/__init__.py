@@ -2,30 +2,27 @@
 
 Server: :func:`atari_server` / ``openenv-gym serve atari --game pong``. Client:
 ``gym.make("openenv/Atari-v0", game="pong")`` (:class:`AtariOpenEnvEnv`). The server needs
-the ``atari`` extra (``ale-py``); the client needs it only against official servers.
+the ``atari`` extra (``ale-py``); the client needs it only against official servers. The
+names below are imported on first use, so importing this package loads no server module.
 """
 
-from openenv_gym.envs.atari.client import AtariOpenEnvEnv, RemoteALE, make_atari_env
-from openenv_gym.envs.atari.environment import AtariEnvironment, rom_id
-from openenv_gym.envs.atari.models import (
-    AtariAction,
-    AtariObservation,
-    AtariState,
-    atari_models,
-    screen_shape,
-)
-from openenv_gym.envs.atari.server import atari_server
+from __future__ import annotations
 
-__all__ = [
-    "AtariAction",
-    "AtariEnvironment",
-    "AtariObservation",
-    "AtariOpenEnvEnv",
-    "AtariState",
-    "RemoteALE",
-    "atari_models",
-    "atari_server",
-    "make_atari_env",
-    "rom_id",
-    "screen_shape",
-]
+from openenv_gym.extras import lazy_exports
+
+_EXPORTS = {
+    f"{__name__}.client": ("AtariOpenEnvEnv", "RemoteALE", "make_atari_env"),
+    f"{__name__}.environment": ("AtariEnvironment", "rom_id"),
+    f"{__name__}.models": (
+        "AtariAction",
+        "AtariObservation",
+        "AtariState",
+        "atari_models",
+        "screen_shape",
+    ),
+    f"{__name__}.server": ("atari_server",),
+}
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

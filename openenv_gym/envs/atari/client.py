@@ -35,12 +35,15 @@ from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.atari.environment import check_atari_options
 from openenv_gym.envs.atari.models import (
     SCREEN_FIELD,
+    SCREEN_HEIGHT,
+    SCREEN_WIDTH,
     X_ACTION_MEANINGS,
     normalize_meaning,
     screen_shape,
     screen_space,
 )
 from openenv_gym.envs.atari.options import ATARI_OPTIONS, DEFAULT_GAME, DEFAULT_OBS_TYPE
+from openenv_gym.envs.atari.preprocessing import PREPROCESSING_NAMES, Preprocessing
 from openenv_gym.errors import EnvConfigError, OpenEnvGymError, ServerMismatchError
 from openenv_gym.extras import optional_imports
 from openenv_gym.providers import ServerSpec, server_provider
@@ -87,6 +90,8 @@ class RemoteALE:
             EnvConfigError: The env observes grayscale or RAM, which hold no colours.
         """
         screen = self._require_screen()
+        if screen.ndim == 3 and screen.shape != (SCREEN_HEIGHT, SCREEN_WIDTH, 3):
+            raise _preprocessed(screen, "getScreenRGB")
         if screen.ndim != 3:
             raise EnvConfigError(
                 "getScreenRGB needs obs_type='rgb'; this env observes "
@@ -102,6 +107,8 @@ class RemoteALE:
             EnvConfigError: The env observes RAM, which holds no screen.
         """
         screen = self._require_screen()
+        if screen.ndim == 3 and screen.shape != (SCREEN_HEIGHT, SCREEN_WIDTH, 3):
+            raise _preprocessed(screen, "getScreenGrayscale")
         if screen.ndim == 3:
             gray = np.rint(screen.astype(np.float64) @ _GRAY_WEIGHTS).astype(np.uint8)
         elif screen.ndim == 2:
@@ -116,6 +123,15 @@ class RemoteALE:
         if self._screen is None:
             raise EnvConfigError("no screen yet: call reset() first")
         return self._screen
+
+
+def _preprocessed(screen: np.ndarray, method: str) -> EnvConfigError:
+    """The error for a raw-screen request on frames the server preprocessed."""
+    return EnvConfigError(
+        f"{method} needs the raw 210x160 screen; this server sends {screen.shape} frames it "
+        "preprocessed itself (stack_num, img_height, ...): drop the client-side "
+        "AtariPreprocessing / AtariWrapper, or make the env without the preprocessing options"
+    )
 
 
 def _fill(out: np.ndarray | None, screen: np.ndarray) -> np.ndarray:
@@ -288,6 +304,28 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             self._meanings = [normalize_meaning(str(m)) for m in meanings]
 
 
+def _check_preprocessing(env: AtariOpenEnvEnv, options: Mapping[str, Any]) -> None:
+    """With ``base_url`` the server's preprocessing is fixed when it starts: the options
+    given must describe the frames it sends.
+
+    Raises:
+        ServerMismatchError: The server sends frames of another shape.
+    """
+    settings = Preprocessing.from_options(options, options["frameskip"])
+    if settings is None:
+        return
+    sent = env.observation_space.shape
+    if sent != settings.observation_shape:
+        given = {k: v for k, v in options.items() if k in PREPROCESSING_NAMES and v is not None}
+        flags = " ".join(ATARI_OPTIONS.to_argv(given))
+        raise ServerMismatchError(
+            f"the Atari server at {env.base_url} sends {sent} frames, not the "
+            f"{settings.observation_shape} that {given} give: a server's preprocessing is fixed "
+            f"when it starts. Start it with `openenv-gym serve atari {flags}`, or drop base_url "
+            "to start one with these options"
+        )
+
+
 @takes_server_keywords
 def make_atari_env(
     game: str | None = None,
@@ -302,8 +340,12 @@ def make_atari_env(
     The Atari options (:data:`~openenv_gym.envs.atari.options.ATARI_OPTIONS`: ``game``,
     ``obs_type``, ``frameskip``, ``repeat_action_probability``, ``full_action_space``,
     ``mode``, ``difficulty``, ``max_num_frames_per_episode``; defaults as
-    ``ALE/<Game>-v5``) are passed as one mapping to ``openenv-gym serve atari``, started in a
-    child process and stopped on ``close()``. With ``base_url`` the server's settings are
+    ``ALE/<Game>-v5``; and envpool's preprocessing options ``stack_num``, ``frame_skip``,
+    ``episodic_life``, ``reward_clip``, ``noop_max``, ``use_fire_reset``, ``gray_scale``,
+    ``img_height``, ``img_width``, ``use_inter_area_resize``, any of which makes the server
+    send preprocessed frames, see :mod:`openenv_gym.envs.atari.preprocessing`) are passed as
+    one mapping to ``openenv-gym serve atari``, started in a child process and stopped on
+    ``close()``. With ``base_url`` the server's settings are
     fixed when it starts; ``game``, ``obs_type`` and ``full_action_space`` then only tell
     the client the spaces of an official server.
 
@@ -330,7 +372,7 @@ def make_atari_env(
     )
     settings = {name: options[name] for name in ("game", "obs_type", "full_action_space")}
     if base_url is not None:
-        return AtariOpenEnvEnv(
+        env = AtariOpenEnvEnv(
             base_url,
             token=token,
             encoding=encoding,
@@ -338,6 +380,12 @@ def make_atari_env(
             **settings,
             **env_kwargs,
         )
+        try:
+            _check_preprocessing(env, options)
+        except ServerMismatchError:
+            env.close()
+            raise
+        return env
     from openenv_gym.envs.atari.environment import rom_id
 
     # The embedded server runs here: fail early, with this process's error.

@@ -50,6 +50,11 @@ from openenv_gym.envs.atari.options import (
     DEFAULT_OBS_TYPE,
     DEFAULT_REPEAT_ACTION_PROBABILITY,
 )
+from openenv_gym.envs.atari.preprocessing import (
+    PREPROCESSING_NAMES,
+    FramePipeline,
+    Preprocessing,
+)
 from openenv_gym.envs.gymnasium.environment import construct_trusted
 from openenv_gym.errors import ActionOutOfSpaceError, EnvConfigError
 from openenv_gym.extras import optional_imports
@@ -114,6 +119,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         mode: Game mode (``None``: the default mode).
         difficulty: Game difficulty (``None``: the default).
         max_num_frames_per_episode: Truncate episodes after this many frames.
+        **preprocessing: envpool's preprocessing options (``stack_num``, ``frame_skip``,
+            ``episodic_life``, ...; see :mod:`~openenv_gym.envs.atari.preprocessing`); any
+            one given (not ``None``) turns preprocessing on, in place of ``obs_type`` and
+            ``frameskip``.
 
     Raises:
         EnvConfigError: Unknown game, bad option, or a mode/difficulty the game lacks.
@@ -129,14 +138,30 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         mode: int | None = None,
         difficulty: int | None = None,
         max_num_frames_per_episode: int | None = DEFAULT_MAX_FRAMES,
+        **preprocessing: Any,
     ) -> None:
         with optional_imports(ATARI_PURPOSE):
             from ale_py.env import AtariEnv
 
         check_atari_options(obs_type, frameskip, repeat_action_probability)
+        unknown = sorted(set(preprocessing) - set(PREPROCESSING_NAMES))
+        if unknown:
+            raise EnvConfigError(
+                f"unknown Atari option(s) {unknown}: expected some of {list(PREPROCESSING_NAMES)}"
+            )
+        settings = Preprocessing.from_options(preprocessing, frameskip)
+        if settings is not None and obs_type == "ram":
+            raise EnvConfigError(
+                "obs_type='ram' has no frames to preprocess: drop the preprocessing options "
+                f"{sorted(k for k, v in preprocessing.items() if v is not None)} or use "
+                "obs_type='rgb'"
+            )
         self.game = rom_id(game)
         self.obs_type = obs_type
-        self.shape = screen_shape(obs_type)
+        self.preprocessing = settings
+        self.shape: tuple[int, ...] = (
+            screen_shape(obs_type) if settings is None else settings.observation_shape
+        )
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -144,8 +169,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                     game=self.game,
                     mode=mode,
                     difficulty=difficulty,
-                    obs_type=obs_type,  # type: ignore[arg-type]
-                    frameskip=frameskip,
+                    obs_type=obs_type if settings is None else "rgb",  # type: ignore[arg-type]
+                    frameskip=frameskip if settings is None else 1,
                     repeat_action_probability=float(repeat_action_probability),
                     full_action_space=full_action_space,
                     max_num_frames_per_episode=max_num_frames_per_episode,
@@ -153,7 +178,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         except Exception as exc:
             raise EnvConfigError(f"cannot start Atari game {self.game!r}: {exc}") from exc
         self.action_meanings: list[str] = list(self._env.get_action_meanings())
-        self.action_model, self.observation_model = atari_models(self.shape, self.action_meanings)
+        self._pipeline = None if settings is None else FramePipeline(self._env, settings)
+        self.action_model, self.observation_model = atari_models(
+            self.shape, self.action_meanings, preprocessed=settings is not None
+        )
         self._n_actions = len(self.action_meanings)
         self._legal_actions = list(range(self._n_actions))
         self._shape_list = list(self.shape)
@@ -164,7 +192,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             mode=mode,
             difficulty=difficulty,
             repeat_action_probability=float(repeat_action_probability),
-            frameskip=frameskip,
+            frameskip=frameskip if settings is None else settings.frame_skip,
         )
 
     @property
@@ -176,7 +204,11 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> AtariObservation:
         """Start an episode; ``seed`` seeds the emulator (and sticky actions)."""
-        screen, info = self._env.reset(seed=seed)
+        info: Mapping[str, Any]
+        if self._pipeline is not None:
+            screen, info = self._pipeline.reset(seed)
+        else:
+            screen, info = self._env.reset(seed=seed)
         self._state.episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
         self._state.step_count = 0
         return self._observation(screen, info, 0.0, False)
@@ -214,8 +246,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                 f"integer in 0..{self._n_actions - 1} ({', '.join(self.action_meanings)})",
                 field="action_id",
             )
-        screen, reward, terminated, truncated, info = self._env.step(action_id)
         self._state.step_count += 1
+        if self._pipeline is not None:
+            return self._pipeline.step(action_id)
+        screen, reward, terminated, truncated, info = self._env.step(action_id)
         return screen, float(reward), bool(terminated or truncated), info
 
     def _metadata(self) -> dict[str, Any]:
@@ -224,7 +258,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
 
     def _fields(self, screen: np.ndarray, info: Mapping[str, Any]) -> dict[str, Any]:
         """The observation fields after ``metadata``, in the schema's order."""
-        return {
+        fields = {
             "screen": screen.reshape(-1),
             "screen_shape": list(self._shape_list),
             "legal_actions": list(self._legal_actions),
@@ -232,6 +266,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             "episode_frame_number": int(info.get("episode_frame_number", 0)),
             "frame_number": int(info.get("frame_number", 0)),
         }
+        if self._pipeline is not None:
+            fields["raw_reward"] = info["raw_reward"]
+            fields["game_over"] = info["game_over"]
+        return fields
 
     def sample_action(self) -> dict[str, Any]:
         """A random legal action, as ``step`` data (for :mod:`openenv_gym.server.step_cost`)."""
@@ -261,7 +299,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         return EnvironmentMetadata(
             name=f"Atari {self.game}",
             description=(
-                f"ALE {self.game} served over OpenEnv: {self.obs_type} observations "
+                f"ALE {self.game} served over OpenEnv: "
+                f"{self.obs_type if self.preprocessing is None else 'preprocessed'} observations "
                 f"{list(self.shape)}, {self._n_actions} actions ({', '.join(self.action_meanings)})"
             ),
             version="1.0.0",

@@ -25,11 +25,11 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import ConfigDict, Field, create_model
 
+from openenv_gym.envs.atari.options import OBS_TYPES
 from openenv_gym.server.models import Action, Observation, State
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 
 ObsType = Literal["rgb", "grayscale", "ram"]
-OBS_TYPES: Final = ("rgb", "grayscale", "ram")
 #: Schema key of ``action_id`` listing the action meanings (``"NOOP"``, ``"FIRE"``, ...).
 X_ACTION_MEANINGS: Final = "x-action-meanings"
 #: The observation field that is the Gymnasium observation.
@@ -119,9 +119,22 @@ def normalize_meaning(meaning: str) -> str:
     return meaning.rsplit(".", 1)[-1]
 
 
+class _PreprocessedAtariObservation(_KeyedAtariObservation):
+    """:class:`AtariObservation` of a preprocessing server: also the raw reward and game over.
+
+    Attributes:
+        raw_reward: The reward before ``reward_clip``.
+        game_over: The real end of the game (``done`` is also set by a life loss with
+            ``episodic_life``).
+    """
+
+    raw_reward: float = 0.0
+    game_over: bool = False
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_models(
-    shape: tuple[int, ...], meanings: tuple[str, ...]
+    shape: tuple[int, ...], meanings: tuple[str, ...], preprocessed: bool
 ) -> tuple[type[AtariAction], type[AtariObservation]]:
     action_model = create_model(
         "AtariAction",
@@ -140,7 +153,7 @@ def _cached_models(
     )
     observation_model = create_model(
         "AtariObservation",
-        __base__=_KeyedAtariObservation,
+        __base__=_PreprocessedAtariObservation if preprocessed else _KeyedAtariObservation,
         __doc__=AtariObservation.__doc__,
         screen=(
             list[int],
@@ -154,15 +167,19 @@ def _cached_models(
 
 
 def atari_models(
-    shape: Sequence[int], meanings: Sequence[str]
+    shape: Sequence[int], meanings: Sequence[str], *, preprocessed: bool = False
 ) -> tuple[type[AtariAction], type[AtariObservation]]:
     """The action and observation models for one configuration (cached).
 
     Args:
         shape: The observation shape (see :func:`screen_shape`).
         meanings: The action meanings of the action set, in ``action_id`` order.
+        preprocessed: The server preprocesses: the observation also has ``raw_reward`` and
+            ``game_over``.
     """
-    return _cached_models(tuple(int(n) for n in shape), tuple(str(m) for m in meanings))
+    return _cached_models(
+        tuple(int(n) for n in shape), tuple(str(m) for m in meanings), preprocessed
+    )
 
 
 __all__ = [

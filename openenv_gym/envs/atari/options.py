@@ -14,12 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from typing import Final
 
 from openenv_gym.argument_types import int_argument, probability
-from openenv_gym.envs.atari.models import OBS_TYPES
 from openenv_gym.envs.options import ServerOption, ServerOptions
 
+#: The observation types of the Atari server (``obs_type=``).
+OBS_TYPES: Final = ("rgb", "grayscale", "ram")
 DEFAULT_GAME: Final = "pong"
 DEFAULT_OBS_TYPE: Final = "rgb"
 DEFAULT_FRAMESKIP: Final = 4
@@ -28,6 +30,31 @@ DEFAULT_MAX_FRAMES: Final = 108_000
 
 _frames = int_argument("a number of frames", minimum=1, bound="at least 1 frame")
 _integer = int_argument("an integer", minimum=-(2**31), bound="a 32-bit integer")
+_positive = int_argument("an integer", minimum=1, bound="at least 1")
+_count = int_argument("an integer", minimum=0, bound="at least 0")
+_TRUE: Final = ("true", "1", "yes", "on")
+_FALSE: Final = ("false", "0", "no", "off")
+
+
+def _truth(text: str) -> bool:
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``, ``on``/``off``) -> bool."""
+    word = text.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _preprocessing(name: str, help: str, kind: str) -> ServerOption:
+    """An envpool preprocessing option: unset (``None``) unless given."""
+    converter = {"bool": _truth, "positive": _positive, "count": _count}[kind]
+    return ServerOption(
+        name,
+        None,
+        f"{help} (preprocessing)",
+        type=converter,
+        metavar=kind.upper(),
+    )
+
 
 #: The Atari server's options, in the order of :class:`AtariEnvironment`'s arguments.
 ATARI_OPTIONS: Final = ServerOptions(
@@ -51,6 +78,23 @@ ATARI_OPTIONS: Final = ServerOptions(
         type=_frames,
         flag="--max-frames",
         metavar="N",
+    ),
+    # envpool's preprocessing (openenv_gym.envs.atari.preprocessing): any one given turns it
+    # on, with envpool's defaults for the others; none given: raw ALE frames.
+    _preprocessing(
+        "frame_skip", "frames per step, max-pooled over the last two [--frameskip]", "positive"
+    ),
+    _preprocessing("gray_scale", "grayscale frames [true]", "bool"),
+    _preprocessing("img_height", "frame height [84]", "positive"),
+    _preprocessing("img_width", "frame width [84]", "positive"),
+    _preprocessing("stack_num", "frames stacked, channel first [4]", "positive"),
+    _preprocessing("noop_max", "at most this many no-ops on reset [30]", "count"),
+    _preprocessing("use_fire_reset", "FIRE on reset in games that need it [true]", "bool"),
+    _preprocessing("episodic_life", "life loss ends the episode [false]", "bool"),
+    _preprocessing("reward_clip", "rewards clipped to their sign [false]", "bool"),
+    _preprocessing("use_inter_area_resize", "INTER_AREA resize [true]", "bool"),
+    _preprocessing(
+        "zero_discount_on_life_loss", "dm_env discount flag, no effect in Gymnasium [false]", "bool"
     ),
 )
 

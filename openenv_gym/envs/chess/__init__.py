@@ -8,25 +8,15 @@ package (e.g. by the CLI) works without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from openenv_gym.extras import lazy_exports
 
-_LAZY = {
-    "ChessAction": "openenv_gym.envs.chess.models",
-    "ChessObservation": "openenv_gym.envs.chess.models",
-    "ChessState": "openenv_gym.envs.chess.models",
-    "ChessEnvironment": "openenv_gym.envs.chess.environment",
-    "ChessOpenEnvEnv": "openenv_gym.envs.chess.client",
-    "make_chess_env": "openenv_gym.envs.chess.client",
-    "chess_server": "openenv_gym.envs.chess.server",
+_EXPORTS = {
+    f"{__name__}.models": ("ChessAction", "ChessObservation", "ChessState"),
+    f"{__name__}.environment": ("ChessEnvironment",),
+    f"{__name__}.client": ("ChessOpenEnvEnv", "make_chess_env"),
+    f"{__name__}.server": ("chess_server",),
 }
 
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-__all__ = sorted(_LAZY)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

@@ -1,7 +1,11 @@
 """Any Gymnasium env id served as an OpenEnv environment.
 
+The names below are imported on first use, so importing this package (as ``import
+openenv_gym`` does for the client factory) loads no server module.
+
 Example:
     >>> from openenv_gym import OpenEnvEnv
+    >>> from openenv_gym.envs.gymnasium import gymnasium_server
     >>> from openenv_gym.server import ServerThread
     >>> with ServerThread(gymnasium_server("CartPole-v1")) as running:
     ...     env = OpenEnvEnv(running.url)  # or an official client
@@ -11,21 +15,21 @@ Example:
     (4,)
 """
 
-from openenv_gym.envs.gymnasium.environment import GymnasiumEnvironment, json_safe
-from openenv_gym.envs.gymnasium.models import (
-    GymnasiumAction,
-    GymnasiumObservation,
-    GymnasiumState,
-    gymnasium_models,
-)
-from openenv_gym.envs.gymnasium.server import gymnasium_server
+from __future__ import annotations
 
-__all__ = [
-    "GymnasiumAction",
-    "GymnasiumEnvironment",
-    "GymnasiumObservation",
-    "GymnasiumState",
-    "gymnasium_models",
-    "gymnasium_server",
-    "json_safe",
-]
+from openenv_gym.extras import lazy_exports
+
+_EXPORTS = {
+    f"{__name__}.environment": ("GymnasiumEnvironment", "json_safe"),
+    f"{__name__}.models": (
+        "GymnasiumAction",
+        "GymnasiumObservation",
+        "GymnasiumState",
+        "gymnasium_models",
+    ),
+    f"{__name__}.server": ("gymnasium_server",),
+}
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

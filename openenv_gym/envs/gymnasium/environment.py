@@ -5,7 +5,8 @@ None)``; ``step`` decodes the wire action with the action space's exact dtype an
 refuses actions outside the space, and reports ``done = terminated or truncated``, the exact
 ``terminated`` and ``truncated`` (both may be true), a float reward and the ``info`` dict
 (made JSON-safe) as ``metadata``. An env id that renders ``rgb_array`` is made with that
-render mode (classic-control envs draw only when asked) and ``state.frame`` carries the
+render mode when it can draw here (classic-control envs need pygame, the ``render`` extra;
+see :mod:`~openenv_gym.envs.gymnasium.render_support`) and ``state.frame`` carries the
 current frame.
 Seeded episodes reproduce plain ``gymnasium.make(env_id)`` exactly. Array observations
 (Box, MultiDiscrete, MultiBinary) stay numpy arrays in the observation model: JSON replies
@@ -32,7 +33,6 @@ from typing import Any, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.envs.registration import load_env_creator
 from pydantic import BaseModel
 
 from openenv_gym.envs.gymnasium.models import (
@@ -42,6 +42,7 @@ from openenv_gym.envs.gymnasium.models import (
     describe_space,
     gymnasium_models,
 )
+from openenv_gym.envs.gymnasium.render_support import served_render_modes
 from openenv_gym.errors import ActionOutOfSpaceError
 from openenv_gym.extras import missing_extra
 from openenv_gym.server.environment import Environment
@@ -93,22 +94,6 @@ def construct_trusted(model: type[ModelT], values: dict[str, Any]) -> ModelT:
     return instance
 
 
-def declared_render_modes(env_id: str) -> list[str]:
-    """The render modes the env class of a registered id declares (without making it)."""
-    try:
-        spec = gym.spec(env_id)
-        creator = (
-            load_env_creator(spec.entry_point)
-            if isinstance(spec.entry_point, str)
-            else spec.entry_point
-        )
-    except (gym.error.Error, ImportError, AttributeError, ValueError):
-        return []
-    metadata = getattr(creator, "metadata", None)
-    modes = metadata.get("render_modes") if isinstance(metadata, dict) else None
-    return list(modes) if isinstance(modes, list | tuple) else []
-
-
 class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, GymnasiumState]):
     """A Gymnasium env served as OpenEnv.
 
@@ -127,7 +112,9 @@ class GymnasiumEnvironment(Environment[GymnasiumAction, GymnasiumObservation, Gy
 
     def __init__(self, env_id: str, **make_kwargs: Any) -> None:
         self.env_id = env_id
-        if "render_mode" not in make_kwargs and "rgb_array" in declared_render_modes(env_id):
+        # rgb_array only when it can be drawn here (pygame for classic control): a client
+        # then sees render_modes == [] and check_env's defaults pass on the base install.
+        if "render_mode" not in make_kwargs and served_render_modes(env_id):
             make_kwargs = {**make_kwargs, "render_mode": "rgb_array"}
         self._env = gym.make(env_id, **make_kwargs)
         self.render_modes: tuple[str, ...] = (

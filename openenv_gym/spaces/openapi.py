@@ -1,0 +1,194 @@
+"""What FastAPI's ``GET /openapi.json`` says about an env's models.
+
+A hand-written FastAPI server (or a first-release ``openenv-core`` one) types its models in
+its OpenAPI document: the request body of ``POST /step`` holds the action (``{"action":
+<model>}``, or the action's fields directly) and the response models of ``POST /step`` /
+``POST /reset`` the observation (an OpenEnv-style ``{observation, reward, done}``, or the
+observation itself). ``$ref`` s resolve into ``components/schemas``; an untyped body
+(``Dict[str, Any]``, as the official package's generic ``StepRequest``) gives nothing.
+:mod:`openenv_gym.spaces.sources` puts this source second, after ``GET /schema``.
+
+Example:
+    >>> follow_refs({"$ref": "#/$defs/A"}, {"$defs": {"A": {"type": "integer"}}})
+    {'type': 'integer'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+OPENAPI_STEP_BODY: Final = "GET /openapi.json (the request body of POST /step)"
+OPENAPI_RESPONSE: Final = "GET /openapi.json (the response model of POST {path})"
+#: Body fields of a ``POST /step`` request besides the action (official ``StepRequest``).
+_STEP_ENVELOPE: Final = frozenset({"timeout_s", "request_id"})
+
+
+@dataclass(frozen=True)
+class OpenapiSchemas:
+    """What ``/openapi.json`` says about the models.
+
+    Attributes:
+        schemas: ``role -> JSONSchema`` for the roles it types.
+        sources: ``role -> source name``.
+        step_body: ``"wrapped"`` or ``"fields"`` when the action came from the body.
+        notes: Why a role is missing (quoted in errors and ``check``).
+    """
+
+    schemas: dict[str, dict[str, Any]]
+    sources: dict[str, str]
+    step_body: str | None
+    notes: tuple[str, ...]
+
+
+def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
+    """The action and observation schemas a FastAPI app's OpenAPI document types.
+
+    Example:
+        >>> doc = {"paths": {"/step": {"post": {"requestBody": {"content": {
+        ...     "application/json": {"schema": {"$ref": "#/components/schemas/Step"}}}}}}},
+        ...     "components": {"schemas": {"Step": {"type": "object", "properties": {
+        ...         "action": {"$ref": "#/components/schemas/Move"}}},
+        ...         "Move": {"type": "object", "properties": {"column": {"type": "integer"}},
+        ...                  "required": ["column"]}}}}
+        >>> found = openapi_schemas(doc)
+        >>> found.step_body, found.schemas["action"]["required"]
+        ('wrapped', ['column'])
+    """
+    found = openapi.get("components")
+    components: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    schemas: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+    notes: list[str] = []
+    step_body = None
+    operation = _operation(openapi, "/step")
+    body = _body_schema(operation, openapi)
+    if body is None:
+        notes.append("GET /openapi.json: no typed JSON request body for POST /step")
+    else:
+        action, step_body = _action_of_body(body, openapi)
+        if action is None:
+            notes.append(
+                "GET /openapi.json: the body of POST /step is an untyped object (no fields)"
+            )
+        else:
+            schemas["action"] = _standalone(action, components)
+            sources["action"] = OPENAPI_STEP_BODY
+    for path in ("/step", "/reset"):
+        response = _response_schema(_operation(openapi, path), openapi)
+        observation = _observation_of_response(response, openapi)
+        if observation is not None:
+            schemas["observation"] = _standalone(observation, components)
+            sources["observation"] = OPENAPI_RESPONSE.format(path=path)
+            break
+    else:
+        notes.append("GET /openapi.json: no typed observation in the responses of /step, /reset")
+    return OpenapiSchemas(schemas, sources, step_body, tuple(notes))
+
+
+def _operation(openapi: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    paths = openapi.get("paths")
+    item = paths.get(path) if isinstance(paths, Mapping) else None
+    post = item.get("post") if isinstance(item, Mapping) else None
+    return post if isinstance(post, Mapping) else {}
+
+
+def _json_content(holder: Any) -> Any:
+    content = holder.get("content") if isinstance(holder, Mapping) else None
+    media = content.get("application/json") if isinstance(content, Mapping) else None
+    return media.get("schema") if isinstance(media, Mapping) else None
+
+
+def _body_schema(operation: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return follow_refs(_json_content(operation.get("requestBody")), root)
+
+
+def _response_schema(
+    operation: Mapping[str, Any], root: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    responses = operation.get("responses")
+    if not isinstance(responses, Mapping):
+        return None
+    return follow_refs(_json_content(responses.get("200")), root)
+
+
+def follow_refs(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Follow ``$ref`` s (local to ``root``, and a one-branch ``allOf``) to the schema they
+    name; ``None`` when one does not resolve.
+
+    Example:
+        >>> follow_refs({"$ref": "#/$defs/A"}, {"$defs": {"A": {"type": "integer"}}})
+        {'type': 'integer'}
+    """
+    for _ in range(32):  # a chain of references, never a cycle
+        if not isinstance(schema, Mapping):
+            return None
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1:
+            schema = all_of[0]
+            continue
+        ref = schema.get("$ref")
+        if not isinstance(ref, str):
+            return schema
+        target: Any = root
+        for part in ref.lstrip("#").split("/"):
+            if part:
+                target = target.get(part) if isinstance(target, Mapping) else None
+        schema = target
+    return None
+
+
+def _is_typed_object(schema: Mapping[str, Any] | None) -> bool:
+    """Whether ``schema`` is an object with fields (not a bare ``Dict[str, Any]``)."""
+    return (
+        schema is not None
+        and isinstance(schema.get("properties"), Mapping)
+        and bool(schema["properties"])
+    )
+
+
+def _action_of_body(
+    body: Mapping[str, Any], root: Mapping[str, Any]
+) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The action of a ``POST /step`` body: ``{"action": <model>}`` (wrapped) or the
+    action's fields directly; ``None`` for an untyped body."""
+    if not _is_typed_object(body):
+        return None, None
+    properties = body["properties"]
+    inner = follow_refs(properties.get("action"), root)
+    is_object = inner is None or inner.get("type") == "object" or "properties" in inner
+    if "action" in properties and is_object:
+        return (inner, "wrapped") if _is_typed_object(inner) else (None, None)
+    fields = {k: v for k, v in properties.items() if k not in _STEP_ENVELOPE}
+    if not fields:
+        return None, None
+    required = [r for r in body.get("required", []) if r in fields]
+    return {**body, "properties": fields, "required": required}, "fields"
+
+
+def _observation_of_response(
+    response: Mapping[str, Any] | None, root: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The observation of a response model: its ``observation`` field (OpenEnv style) when
+    it has one, else the response itself; ``None`` when untyped."""
+    if response is None or not _is_typed_object(response):
+        return None
+    if "observation" in response["properties"]:
+        inner = follow_refs(response["properties"]["observation"], root)
+        return inner if _is_typed_object(inner) else None
+    return response
+
+
+def _standalone(schema: Mapping[str, Any], components: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with the document's ``components`` beside it, so its references resolve."""
+    return {**schema, "components": components} if components else dict(schema)
+
+
+__all__ = [
+    "OPENAPI_RESPONSE",
+    "OPENAPI_STEP_BODY",
+    "OpenapiSchemas",
+    "follow_refs",
+    "openapi_schemas",
+]
