@@ -348,10 +348,7 @@ class ClientMessage:
 
 
 class ClientMessageError(PicklableError):
-    """A client frame the server must answer with an error reply (not raised to users).
-
-    ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.
-    """
+    """A client frame the server answers with an error reply (``extra`` goes into its ``data``)."""
 
     def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -365,9 +362,7 @@ class ClientMessageError(PicklableError):
 
 
 #: The message types of a plain OpenEnv session.
-CLIENT_TYPES: Final = frozenset(
-    {MessageType.RESET, MessageType.STEP, MessageType.STATE, MessageType.CLOSE}
-)
+CLIENT_TYPES: Final = frozenset(MessageType) - {MessageType.OBSERVATION, MessageType.ERROR}
 ENVELOPE_KEYS: Final = frozenset({"type", "data"})  #: a client message's top-level keys
 
 
