@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -43,6 +43,7 @@ RLLIB_PURPOSE: Final = "openenv_gym.multiagent.rllib (RLlib self-play)"
 
 with optional_imports(RLLIB_PURPOSE):
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+    from ray.rllib.utils.typing import MultiAgentDict
 
 #: The keys RLlib's ``ActionMaskingRLModule`` reads.
 RLLIB_OBSERVATIONS_KEY: Final = "observations"
@@ -52,7 +53,7 @@ SHARED_POLICY: Final = "shared"
 ConfigT = TypeVar("ConfigT")
 
 
-class RLlibSelfPlayEnv(PettingZooEnv):  # type: ignore[misc]
+class RLlibSelfPlayEnv(PettingZooEnv):
     """RLlib's ``PettingZooEnv`` over an :class:`OpenEnvAECEnv`, observations masked the way
     RLlib's action-masking RLModule expects (see the module docstring).
 
@@ -62,25 +63,28 @@ class RLlibSelfPlayEnv(PettingZooEnv):  # type: ignore[misc]
 
     def __init__(self, env: OpenEnvAECEnv) -> None:
         super().__init__(env)
-        self._inner_spaces = {aid: env.observation_space(aid) for aid in self._agent_ids}
-        self.observation_spaces = {
+        self._inner_spaces: dict[Any, spaces.Dict] = {
+            aid: cast(spaces.Dict, env.observation_space(aid)) for aid in env.possible_agents
+        }
+        observation_spaces: dict[Any, spaces.Space[Any]] = {
             aid: _rllib_space(space) for aid, space in self._inner_spaces.items()
         }
-        self.observation_space = spaces.Dict(self.observation_spaces)
+        self.observation_spaces = observation_spaces
+        self.observation_space = spaces.Dict(observation_spaces)
 
     @classmethod
     def make(cls, env_id: str, **kwargs: Any) -> RLlibSelfPlayEnv:
         """``RLlibSelfPlayEnv(openenv_gym.multiagent.make(env_id, **kwargs))``."""
         return cls(make(env_id, **kwargs))
 
-    def reset(
+    def reset(  # type: ignore[override]  # RLlib's MultiAgentEnv retypes gymnasium's reset
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
         """New game; the observation of the agent to move first."""
         observations, infos = super().reset(seed=seed, options=options)
         return self._convert(observations), infos
 
-    def step(self, action: Mapping[str, Any]) -> tuple[Any, ...]:
+    def step(self, action: MultiAgentDict) -> tuple[Any, ...]:
         """Play the move of the agent to move; RLlib's wrapper steps finished seats.
 
         Raises:
@@ -90,13 +94,13 @@ class RLlibSelfPlayEnv(PettingZooEnv):  # type: ignore[misc]
         mover = self.env.agent_selection
         if mover not in action:
             raise NotYourTurnError(
-                f"it is {mover}'s turn, but the actions are for {sorted(action)}; expected "
-                f"env.step({{{mover!r}: move}}) with a move from {mover}'s action_mask"
+                f"it is {mover}'s turn, but the actions are for {sorted(map(str, action))}; "
+                f"expected env.step({{{mover!r}: move}}) with a move from {mover}'s action_mask"
             )
         observations, *rest = super().step(action)
         return (self._convert(observations), *rest)
 
-    def _convert(self, observations: Mapping[str, Any]) -> dict[str, Any]:
+    def _convert(self, observations: MultiAgentDict) -> MultiAgentDict:
         return {
             aid: _rllib_observation(self._inner_spaces[aid], observation)
             for aid, observation in observations.items()

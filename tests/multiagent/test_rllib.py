@@ -67,11 +67,10 @@ def test_masked_observations_and_a_full_game(env: RLlibSelfPlayEnv) -> None:
     for turn in range(5):
         mover = ("player_0", "player_1")[turn % 2]
         assert list(observations) == [mover]
-        observations, rewards, terminateds, truncateds, _ = env.step(
-            {mover: moves[mover].pop(0)}
-        )
+        observations, rewards, terminateds, truncateds, _ = env.step({mover: moves[mover].pop(0)})
     assert rewards == {"player_1": -1.0, "player_0": 1.0}
-    assert terminateds["__all__"] and not truncateds["__all__"]
+    assert terminateds["__all__"]
+    assert not truncateds["__all__"]
     assert observations["player_0"]["observations"].tolist() == [1, 1, 1, -1, -1, 0, 0, 0, 0]
 
 
@@ -86,7 +85,7 @@ def test_a_move_for_the_wrong_seat_is_refused_before_sending(env: RLlibSelfPlayE
 def test_an_illegal_move_gets_the_servers_typed_error(env: RLlibSelfPlayEnv) -> None:
     env.reset()
     env.step({"player_0": 4})
-    with pytest.raises(ServerReplyError, match="VALIDATION_ERROR.*cell 4 is taken"):
+    with pytest.raises(ServerReplyError, match=r"VALIDATION_ERROR.*cell 4 is taken"):
         env.step({"player_1": 4})
     observations, *_ = env.step({"player_1": 0})  # the game goes on
     assert observations["player_0"]["action_mask"].tolist() == [0, 1, 1, 1, 0, 1, 1, 1, 1]
