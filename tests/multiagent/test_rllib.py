@@ -3,11 +3,7 @@ masked observations, misuse errors, and PPO with one shared, action-masked polic
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -26,23 +22,12 @@ from openenv_gym.multiagent.rllib import (
     shared_policy,
 )
 from openenv_gym.server import ServerThread
-
-SERVER_FILE = Path(__file__).resolve().parents[2] / "examples" / "tictactoe_server.py"
-
-
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tictactoe_server", SERVER_FILE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pydantic resolves the models' annotations there
-    spec.loader.exec_module(module)
-    return module
+from tests.multiagent.conftest import tictactoe_example
 
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with ServerThread(_example().tictactoe_server(max_sessions=8)) as server:
+    with ServerThread(tictactoe_example().tictactoe_server(max_sessions=8)) as server:
         yield server.url
 
 
