@@ -160,7 +160,8 @@ def selfplay_config(
     """Point an RLlib ``AlgorithmConfig`` at self-play of ``env_id``: one shared, masked policy.
 
     Registers :func:`env_creator` with ``tune.register_env`` under ``name`` (default
-    ``"openenv-selfplay:" + env_id``), then sets ``environment``, ``multi_agent`` (one policy,
+    ``"openenv-selfplay:" + env_id``), then sets ``environment`` (without RLlib's env check,
+    which plays a random unmasked move: illegal in most games), ``multi_agent`` (one policy,
     :func:`shared_policy`) and ``rl_module`` (RLlib's ``ActionMaskingTorchRLModule``).
 
     Args:
@@ -183,7 +184,10 @@ def selfplay_config(
     module = RLModuleSpec(module_class=ActionMaskingTorchRLModule)
     configured: Any = config
     configured = (
-        configured.environment(registered, env_config=dict(env_config or {}))
+        # RLlib's env check steps an unmasked action_space.sample(): an illegal chess move.
+        configured.environment(
+            registered, env_config=dict(env_config or {}), disable_env_checking=True
+        )
         .multi_agent(policies={SHARED_POLICY}, policy_mapping_fn=shared_policy)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={SHARED_POLICY: module}))
     )
