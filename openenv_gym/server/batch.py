@@ -36,6 +36,7 @@ from openenv_gym.wire.batch import (
     parse_batch_open,
     parse_batch_step,
 )
+from openenv_gym.wire.client_frames import ClientMessageError
 from openenv_gym.wire.compressed import (
     ZSTD,
     FrameCompressor,
@@ -44,7 +45,6 @@ from openenv_gym.wire.compressed import (
     refuse_unagreed,
 )
 from openenv_gym.wire.messages import (
-    ClientMessageError,
     ErrorCode,
     MessageType,
     encode_json,

@@ -62,16 +62,14 @@ import pydantic_core
 
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import encode_frame, load_frame
+from openenv_gym.wire.client_frames import ClientMessage, ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import ZSTD
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
-    ClientMessage,
-    ClientMessageError,
     ErrorCode,
     MessageType,
     ObservationReply,
     error_from_data,
-    parse_client_message,
     parse_server_object,
 )
 from openenv_gym.wire.shared_memory import (
