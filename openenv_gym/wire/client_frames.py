@@ -46,6 +46,16 @@ class ClientMessageError(PicklableError):
         self.message = message
         self.extra = extra
 
+    @classmethod
+    def invalid(cls, detail: str) -> ClientMessageError:
+        """A ``VALIDATION_ERROR``: ``Invalid message: {detail}``."""
+        return cls(ErrorCode.VALIDATION_ERROR, f"Invalid message: {detail}")
+
+    @classmethod
+    def bad_json(cls, detail: str) -> ClientMessageError:
+        """An ``INVALID_JSON`` error: ``Invalid JSON: {detail}``."""
+        return cls(ErrorCode.INVALID_JSON, f"Invalid JSON: {detail}")
+
     def reply(self) -> dict[str, Any]:
         """The ``error`` message that answers the frame."""
         return error_message(self.code, self.message, **self.extra)
@@ -79,24 +89,17 @@ def parse_client_message(
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ClientMessageError(
-                ErrorCode.INVALID_JSON, "Invalid JSON: binary frame is not UTF-8 text"
-            ) from exc
+            raise ClientMessageError.bad_json("binary frame is not UTF-8 text") from exc
     try:
         message = loads(raw)
     except json.JSONDecodeError as exc:
-        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from exc
+        raise ClientMessageError.bad_json(str(exc)) from exc
     except RecursionError:
-        raise ClientMessageError(
-            ErrorCode.INVALID_JSON, "Invalid JSON: nested too deeply to parse"
-        ) from None
+        raise ClientMessageError.bad_json("nested too deeply to parse") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise ClientMessageError(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}") from None
+        raise ClientMessageError.bad_json(str(exc)) from None
     if not isinstance(message, dict):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: expected a JSON object, got {type(message).__name__}",
-        )
+        raise ClientMessageError.invalid(f"expected a JSON object, got {type(message).__name__}")
     kind = message.get("type", "")
     if type(kind) is not str or kind not in kinds:
         shown = kind if type(kind) is str else type(kind).__name__
@@ -106,18 +109,10 @@ def parse_client_message(
     extra = set(message) - {"type", "data"}
     if extra:
         keys = printable(repr(sorted(extra)), 200)
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: unexpected keys {keys} in a {kind!r} message",
-        )
+        raise ClientMessageError.invalid(f"unexpected keys {keys} in a {kind!r} message")
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR, "Invalid message: a 'step' message needs 'data'"
-        )
+        raise ClientMessageError.invalid("a 'step' message needs 'data'")
     if not isinstance(data, dict):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: 'data' must be an object, got {type(data).__name__}",
-        )
+        raise ClientMessageError.invalid(f"'data' must be an object, got {type(data).__name__}")
     return ClientMessage(type=str(kind), data=data)
