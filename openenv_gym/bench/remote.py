@@ -184,33 +184,20 @@ def ours_vector(
         raise
 
 
-def open_ours_json(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv`` over pooled sessions, plain OpenEnv JSON frames."""
-    spec = context.spec
-    urls = context.require_servers()
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "json", **spec.openenv_kwargs))
+def ours_vector_opener(
+    encoding: str, compression: str | None = None
+) -> Callable[[Context, int], Driver]:
+    """The opener of our ``OpenEnvVectorEnv`` over the context's servers with ``encoding``
+    (``"json"``: plain OpenEnv frames; ``"binary"``: binary observation frames where the server
+    agrees) and, given, ``compression`` forced (``"zstd"`` or ``"off"``; else the default
+    ``"auto"``, which measures raw and packed frames)."""
 
+    def open_ours_vector(context: Context, n: int) -> Driver:
+        spec = context.spec
+        kwargs = dict(spec.openenv_kwargs)
+        if compression is not None:
+            kwargs["compression"] = compression
+        urls = context.require_servers()
+        return vector_env_driver(ours_vector(spec.openenv_id, n, urls, encoding, **kwargs))
 
-def open_ours_binary(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv`` with binary observation frames where the server agrees."""
-    spec = context.spec
-    urls = context.require_servers()
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **spec.openenv_kwargs))
-
-
-def open_ours_zstd(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv``, binary frames, compression forced on (``compression="zstd"``;
-    ``ours-binary`` runs the default ``"auto"``, which measures raw and packed frames)."""
-    return _ours_compressed(context, n, "zstd")
-
-
-def open_ours_raw(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv``, binary frames, compression off (``compression="off"``)."""
-    return _ours_compressed(context, n, "off")
-
-
-def _ours_compressed(context: Context, n: int, compression: str) -> Driver:
-    spec = context.spec
-    urls = context.require_servers()
-    kwargs = {**spec.openenv_kwargs, "compression": compression}
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **kwargs))
+    return open_ours_vector
