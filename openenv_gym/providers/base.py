@@ -8,7 +8,6 @@ and so do garbage collection and interpreter exit. A URL the user gives is wrapp
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from types import TracebackType
 
 
 class ServerProvider(ABC):
@@ -41,12 +40,7 @@ class ServerProvider(ABC):
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 
