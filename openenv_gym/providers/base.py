@@ -8,6 +8,8 @@ and so do garbage collection and interpreter exit. A URL the user gives is wrapp
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class ServerProvider(ABC):
@@ -35,6 +37,15 @@ class ServerProvider(ABC):
     def owns_server(self) -> bool:
         """Whether :meth:`stop` ends a server (True) or only forgets a URL (False)."""
         return True
+
+    @contextmanager
+    def _stop_on_failure(self) -> Iterator[None]:
+        """Around the last part of :meth:`start`: stop what it began if that part fails."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
 
     def __enter__(self) -> ServerProvider:
         self.start()
