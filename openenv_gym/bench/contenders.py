@@ -65,7 +65,19 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
         True,
     ),
     Contender("official", "official client (gather)", remote.open_official),
-    Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.open_ours_env, True),
+    Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.ours_env_opener(), True),
+    Contender(
+        "ours-env-zstd",
+        "ours OpenEnvEnv (1 env, zstd forced)",
+        remote.ours_env_opener("zstd"),
+        True,
+    ),
+    Contender(
+        "ours-env-raw",
+        "ours OpenEnvEnv (1 env, compression off)",
+        remote.ours_env_opener("off"),
+        True,
+    ),
     Contender("ours-json", "ours vector (JSON)", remote.ours_vector_opener("json")),
     Contender("ours-binary", "ours vector (binary)", remote.ours_vector_opener("binary")),
     Contender(

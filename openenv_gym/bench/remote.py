@@ -3,7 +3,8 @@
 * ``official``: N official ``GenericEnvClient`` sessions on one asyncio loop in this thread,
   stepped with ``asyncio.gather`` (episodes that end are reset in the same vector step);
 * ``official-sync``: one official client through its synchronous ``.sync()`` wrapper;
-* ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``;
+* ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``; ``ours-env-zstd``
+  / ``ours-env-raw``: the same with compression forced on / off;
 * ``ours-json`` / ``ours-binary``: our ``OpenEnvVectorEnv`` over pooled sessions; ``ours-zstd``:
   binary with compression forced on; ``ours-raw``: binary with compression off.
 
@@ -151,16 +152,26 @@ def open_official_sync(context: Context, n: int) -> Driver:
     return official_sync_driver(urls[0], wire_action(context.spec.official_action_field))
 
 
-def open_ours_env(context: Context, n: int) -> Driver:
-    """Our single env (``gym.make("openenv/...", base_url=...)``), default encoding."""
-    import openenv_gym  # noqa: F401  (registers the ids)
+def _with_compression(kwargs: dict[str, Any], compression: str | None) -> dict[str, Any]:
+    return kwargs if compression is None else {**kwargs, "compression": compression}
 
-    urls = context.require_servers()
-    spec = context.spec
-    if spec.openenv_id not in gym.registry:
-        raise ContenderUnavailableError(f"{spec.openenv_id} is not registered in this install")
-    env = gym.make(spec.openenv_id, base_url=urls[0], **spec.openenv_kwargs)
-    return single_env_driver(env)
+
+def ours_env_opener(compression: str | None = None) -> Callable[[Context, int], Driver]:
+    """The opener of our single env (``gym.make("openenv/...", base_url=...)``), default
+    encoding, and, given, ``compression`` forced (``"zstd"`` or ``"off"``; else the default
+    ``"auto"``, which measures)."""
+
+    def open_ours_env(context: Context, n: int) -> Driver:
+        import openenv_gym  # noqa: F401  (registers the ids)
+
+        urls = context.require_servers()
+        spec = context.spec
+        if spec.openenv_id not in gym.registry:
+            raise ContenderUnavailableError(f"{spec.openenv_id} is not registered in this install")
+        kwargs = _with_compression(spec.openenv_kwargs, compression)
+        return single_env_driver(gym.make(spec.openenv_id, base_url=urls[0], **kwargs))
+
+    return open_ours_env
 
 
 def ours_vector(
@@ -194,9 +205,7 @@ def ours_vector_opener(
 
     def open_ours_vector(context: Context, n: int) -> Driver:
         spec = context.spec
-        kwargs = dict(spec.openenv_kwargs)
-        if compression is not None:
-            kwargs["compression"] = compression
+        kwargs = _with_compression(spec.openenv_kwargs, compression)
         urls = context.require_servers()
         return vector_env_driver(ours_vector(spec.openenv_id, n, urls, encoding, **kwargs))
 

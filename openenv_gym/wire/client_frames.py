@@ -23,22 +23,26 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openenv_gym.errors import PicklableError
-from openenv_gym.wire.messages import ErrorCode, MessageType, error_message, printable
+from openenv_gym.wire.messages import (
+    ENVELOPE_KEYS,
+    ErrorCode,
+    MessageType,
+    error_message,
+    printable,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ClientMessage:
-    """A parsed client message: its ``type`` and its ``data`` (``{}`` when absent)."""
+    """A parsed client message: ``type``, ``data`` (``{}`` when absent), ``compress`` (agreed)."""
 
     type: str
     data: dict[str, Any]
+    compress: Any = None
 
 
 class ClientMessageError(PicklableError):
-    """A client frame the server must answer with an error reply (not raised to users).
-
-    ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.
-    """
+    """A client frame the server answers with an error reply (``extra`` goes into its ``data``)."""
 
     def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -62,9 +66,7 @@ class ClientMessageError(PicklableError):
 
 
 #: The message types of a plain OpenEnv session.
-CLIENT_TYPES: Final = frozenset(
-    {MessageType.RESET, MessageType.STEP, MessageType.STATE, MessageType.CLOSE}
-)
+CLIENT_TYPES: Final = frozenset(MessageType) - {MessageType.OBSERVATION, MessageType.ERROR}
 
 
 def parse_client_message(
@@ -73,13 +75,15 @@ def parse_client_message(
     *,
     expected: str = "",
     loads: Callable[[str], Any] = json.loads,
+    keys: frozenset[str] = ENVELOPE_KEYS,
 ) -> ClientMessage:
     """Parse one client frame on the server: the one parser of every client message.
 
     ``kinds`` are the types this connection serves (a batch connection serves others, see
     :mod:`openenv_gym.wire.batch`); ``expected`` is added to an ``UNKNOWN_TYPE`` message.
     ``loads`` parses the JSON text (``json.loads``, as the official server; a batch
-    connection, whose frames carry K actions, uses pydantic's faster parser).
+    connection, whose frames carry K actions, uses pydantic's faster parser). ``keys``: the
+    top-level keys allowed (more than :data:`ENVELOPE_KEYS` where the connection agreed).
 
     Raises:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
@@ -106,13 +110,13 @@ def parse_client_message(
         raise ClientMessageError(
             ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}{expected}"
         )
-    extra = set(message) - {"type", "data"}
+    extra = set(message) - keys
     if extra:
-        keys = printable(repr(sorted(extra)), 200)
-        raise ClientMessageError.invalid(f"unexpected keys {keys} in a {kind!r} message")
+        shown = printable(repr(sorted(extra)), 200)
+        raise ClientMessageError.invalid(f"unexpected keys {shown} in a {kind!r} message")
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:
         raise ClientMessageError.invalid("a 'step' message needs 'data'")
     if not isinstance(data, dict):
         raise ClientMessageError.invalid(f"'data' must be an object, got {type(data).__name__}")
-    return ClientMessage(type=str(kind), data=data)
+    return ClientMessage(str(kind), data, message.get("compress"))

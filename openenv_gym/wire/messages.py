@@ -336,6 +336,10 @@ def error_from_data(data: dict[str, Any], *, url: str | None = None) -> ServerRe
 # --------------------------------------------------------------------------- server side
 
 
+#: A client message's top-level keys (a connection may agree to more).
+ENVELOPE_KEYS: Final = frozenset({"type", "data"})
+
+
 def observation_message(
     observation: dict[str, Any],
     reward: float | None,
@@ -388,9 +392,7 @@ def http_to_ws_url(base_url: str) -> str:
             f"expected a base URL starting with http://, https://, ws:// or wss://, "
             f"got {base_url!r}; e.g. base_url='http://127.0.0.1:8000'"
         )
-    if url.endswith(WS_PATH):
-        return url
-    return url + WS_PATH
+    return url if url.endswith(WS_PATH) else url + WS_PATH
 
 
 def ws_to_http_url(url: str) -> str:
@@ -398,8 +400,7 @@ def ws_to_http_url(url: str) -> str:
     base = strip_base_url(url)
     if base.endswith(WS_PATH):
         base = base[: -len(WS_PATH)]
-    if base.startswith("wss://"):
-        return "https://" + base[len("wss://") :]
-    if base.startswith("ws://"):
-        return "http://" + base[len("ws://") :]
+    for ws, http in (("wss://", "https://"), ("ws://", "http://")):
+        if base.startswith(ws):
+            return http + base[len(ws) :]
     return base
