@@ -126,3 +126,25 @@ def test_ppo_self_play_trains_one_masked_policy(ray_local: None, url: str) -> No
         assert SHARED_POLICY in result["learners"]
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+def test_ppo_self_play_on_embedded_chess(ray_local: None) -> None:
+    """Chess: 4672 moves, few legal (RLlib's env check, which plays an unmasked random move,
+    would fail on its first step; selfplay_config turns it off)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    config: Any = selfplay_config(PPOConfig(), "openenv/Chess-v0", env_config={"max_moves": 10})
+    config = (
+        config.env_runners(num_env_runners=0)
+        .learners(num_learners=0)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        runners = algo.train()["env_runners"]
+        assert runners["num_env_steps_sampled_lifetime"] >= 64
+        assert runners["num_episodes_lifetime"] > 0  # games reach the 10-move limit
+    finally:
+        algo.stop()
