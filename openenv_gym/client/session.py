@@ -79,9 +79,25 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
         return HttpSession(base_url, options)
 
 
+def with_step_body(
+    session: Session | None, options: ConnectOptions, step_body: str | None
+) -> ConnectOptions:
+    """``options`` for the sessions opened from now on, with ``step_body`` (how ``POST /step``
+    takes the action, as ``/openapi.json`` stated); an HTTP ``session`` already open (a probe
+    of the first observation opens one before the spaces are known) takes it too.
+
+    Example:
+        >>> with_step_body(None, ConnectOptions(), "fields").step_body
+        'fields'
+    """
+    if isinstance(session, HttpSession):
+        session.take_step_body(step_body)
+    return options.replace(step_body=step_body)
+
+
 def form_summary(form: str) -> str:
     """A session's ``form`` in words, with what it implies for capacity."""
     return f"{form} (one session per server)" if form == HttpSession.form else form
 
 
-__all__ = ["Session", "form_summary", "open_session"]
+__all__ = ["Session", "form_summary", "open_session", "with_step_body"]
