@@ -32,7 +32,7 @@ from openenv_gym.cli.check_findings import (
     randomness,
     sample_action,
 )
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.errors import PicklableError, SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -464,7 +464,7 @@ class Checker:
         out.flush()
 
 
-class _NoteError(Exception):
+class _NoteError(PicklableError):
     """A check found something absent that the env does not need: reported, not failed."""
 
 
