@@ -30,7 +30,7 @@ import weakref
 from typing import Any, ClassVar, Final
 
 from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
-from openenv_gym.client.options import ConnectOptions
+from openenv_gym.client.options import HTTP_FORM, ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
     ConnectionLostError,
@@ -73,7 +73,7 @@ class HttpSession:
     """
 
     #: The form of the protocol this session speaks.
-    form: ClassVar[str] = "http"
+    form: ClassVar[str] = HTTP_FORM
     #: Observation arrays never come as raw bytes over HTTP.
     binary: ClassVar[bool] = False
     #: Sessions a server of this form holds.

@@ -33,6 +33,8 @@ from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
 #: The shapes of an HTTP ``POST /step`` body (``None``: found on the first step).
 STEP_BODIES: Final = (None, "wrapped", "fields")
+#: The ``form`` of a session over plain HTTP.
+HTTP_FORM: Final = "http"
 
 
 def _frozen_headers(headers: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -64,6 +66,9 @@ class ConnectOptions:
             is the server's verdict) or ``"fields"`` (the action's fields directly, from the
             first step); ``None``: wrapped, retried as fields on a 422. WebSocket sessions
             ignore it.
+        form: ``"http"`` opens HTTP sessions without trying ``/ws`` (a first-release
+            server whose ``/ws`` is its web interface's); ``None``: WebSocket where ``/ws``
+            speaks OpenEnv, else HTTP.
 
     Raises:
         EnvConfigError: A timeout, ``busy_poll``, the size limit or ``step_body`` is out of
@@ -81,6 +86,7 @@ class ConnectOptions:
     token: str | None = None
     compression: str = DEFAULT_COMPRESSION
     step_body: str | None = None
+    form: str | None = None
 
     def __post_init__(self) -> None:
         resolve_encoding(self.encoding)
@@ -105,6 +111,11 @@ class ConnectOptions:
                 f"pass e.g. max_message_size={CLIENT_INBOUND_LIMIT}"
             )
         object.__setattr__(self, "headers", _frozen_headers(self.headers))
+        if self.form not in (None, HTTP_FORM):
+            raise EnvConfigError(
+                f"expected form to be None or {HTTP_FORM!r}, got {self.form!r}; pass "
+                f"form={HTTP_FORM!r} for a server whose /ws does not speak OpenEnv"
+            )
         if self.step_body not in STEP_BODIES:
             raise EnvConfigError(
                 f"expected step_body to be one of {STEP_BODIES}, got {self.step_body!r}; "
@@ -122,4 +133,4 @@ class ConnectOptions:
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["DEFAULT_REPLY_TIMEOUT", "STEP_BODIES", "ConnectOptions"]
+__all__ = ["DEFAULT_REPLY_TIMEOUT", "HTTP_FORM", "STEP_BODIES", "ConnectOptions"]

@@ -91,3 +91,8 @@ def test_stated_fields_shape_is_sent_from_the_first_step(
 def test_unknown_step_body_is_a_config_error() -> None:
     with pytest.raises(EnvConfigError, match=r"expected step_body to be one of .*got 'flat'"):
         ConnectOptions(step_body="flat")
+
+
+def test_unknown_form_is_a_config_error() -> None:
+    with pytest.raises(EnvConfigError, match=r"expected form to be None or 'http', got 'ws'"):
+        ConnectOptions(form="ws")
