@@ -100,16 +100,22 @@ def ray_local() -> Iterator[None]:
     ray.shutdown()
 
 
+def _small_ppo(config: Any, batch: int) -> Any:
+    """One env runner in this process, one learner, one epoch of ``batch`` moves."""
+    return (
+        config.env_runners(num_env_runners=0)
+        .learners(num_learners=0)
+        .training(train_batch_size_per_learner=batch, minibatch_size=batch // 2, num_epochs=1)
+        .debugging(seed=0)
+    )
+
+
 @pytest.mark.slow
 def test_ppo_self_play_trains_one_masked_policy(ray_local: None, url: str) -> None:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    config: Any = selfplay_config(PPOConfig(), "openenv/Remote-v0", env_config={"base_url": url})
-    config = (
-        config.env_runners(num_env_runners=0)
-        .learners(num_learners=0)
-        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
-        .debugging(seed=0)
+    config = _small_ppo(
+        selfplay_config(PPOConfig(), "openenv/Remote-v0", env_config={"base_url": url}), 128
     )
     algo = config.build_algo()
     try:
@@ -134,12 +140,8 @@ def test_ppo_self_play_on_embedded_chess(ray_local: None) -> None:
     would fail on its first step; selfplay_config turns it off)."""
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    config: Any = selfplay_config(PPOConfig(), "openenv/Chess-v0", env_config={"max_moves": 10})
-    config = (
-        config.env_runners(num_env_runners=0)
-        .learners(num_learners=0)
-        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
-        .debugging(seed=0)
+    config = _small_ppo(
+        selfplay_config(PPOConfig(), "openenv/Chess-v0", env_config={"max_moves": 10}), 64
     )
     algo = config.build_algo()
     try:
