@@ -22,7 +22,6 @@ measurements (docs/vector.md has the figures behind it):
   experiments, data loaders), no wait spins: each one sleeps in ``select`` at once, as
   with ``busy_poll=0``, and no spin has to be preempted first to find it out. Where the
   count cannot be read (not Linux), the preemption below is the only signal;
-
 * **the gaps**: each wait's gap until the frame came, measured by the spin when it spins
   and by the sleeping path when it does not. A gap under :data:`READY_GAP` (the frame was
   already there) is neither gain nor cost; a gap within the budget is a wake-up saved,
@@ -30,7 +29,9 @@ measurements (docs/vector.md has the figures behind it):
   budget. The rule spins while a moving average of these scores is positive: at least
   ``budget / WAKE_UP_COST`` saved wake-ups must come for each wasted budget (a learner busy
   with a gradient update, a slow environment, a link of milliseconds stop it);
-* **the preemption**: a spin yields the core at each turn (``sched_yield``), so it never
+* **the preemption** (the signal where the count cannot be read, or where a CPU quota
+  throttles the process without more tasks being runnable): a spin yields the core at each
+  turn (``sched_yield``), so it never
   keeps a runnable process off its core; but when the cores are oversubscribed (more
   runnable processes than cores: other experiments, data loaders, a learner's threads)
   every yield hands the core to another process for a whole time slice, and the frame
@@ -45,9 +46,9 @@ measurements (docs/vector.md has the figures behind it):
 The spin is also bounded (at most ``budget`` seconds per wait, then the caller sleeps as
 before), and the client's is **hybrid**: like the Linux block layer's hybrid polling, it
 first sleeps through part of the usual wait (:data:`NAP_SHARE` of a moving average of the
-waits its spins ended, less the timer's overshoot), then spins until ``budget`` is spent. A
-reply that takes 250 µs costs the client one short sleep and about 100 µs of spinning
-instead of 250 µs of spinning, and still finds it awake. (The server does not nap: a nap
+waits its spins ended within the budget, less the timer's overshoot), then spins until
+``budget`` is spent. A reply that takes 250 µs costs the client one short sleep and about
+100 µs of spinning instead of 250 µs of spinning, and still finds it awake. (The server does not nap: a nap
 cannot end early, and a request that lands during one waits for it; measured, it cost a
 third of the steps/s.)
 
@@ -58,6 +59,10 @@ Example:
     >>> rule.note_spin(wall=400e-6, cpu=40e-6, now=0.0)  # preempted: 10% of the CPU
     >>> rule.spin_pays(now=0.1), rule.spin_pays(now=0.3)  # quiet, then one probe
     (False, True)
+    >>> crowded = SpinRule(budget=500e-6, cores=2)
+    >>> crowded.note_runnable(6, now=0.0)  # 4 CPU-bound processes, the client, the server
+    >>> crowded.oversubscribed, crowded.spin_pays(now=0.0)
+    (True, False)
     >>> poller = BusyPoller(budget=50e-6)
     >>> poller.spin()   # no sockets registered: returns at once
     False
@@ -219,8 +224,8 @@ class SpinRule:
         others = max(runnable - 1, 0)
         was = self.oversubscribed
         average = self.others
-        self.others = others if average is None else average + RUNNABLE_SMOOTHING * (
-            others - average
+        self.others = (
+            others if average is None else average + RUNNABLE_SMOOTHING * (others - average)
         )
         if was != self.oversubscribed:
             self._log("%.1f tasks runnable beside this one on %d cores", self.others, self.cores)
@@ -339,7 +344,13 @@ class BusyPoller:
         nap = usual * NAP_SHARE - NAP_OVERSHOOT
         return nap if nap >= MIN_NAP else 0.0
 
-    def _note_wait(self, waited: float) -> None:
+    def note_wait(self, waited: float) -> None:
+        """Take the wait of a hybrid spin that found its frame ``waited`` seconds after it
+        started into the usual wait. A wait longer than the budget (a preempted spin) is
+        left out: it would make the next naps outlast the budget, unjudged (tens of ms
+        asleep per step under contention)."""
+        if waited > self.budget:
+            return
         usual = self.usual_wait
         self.usual_wait = waited if usual is None else usual + WAIT_SMOOTHING * (waited - usual)
 
@@ -377,10 +388,8 @@ class BusyPoller:
         rule = self.rule
         rule.note_spin(end - spun_at, time.thread_time() - cpu_at, end)
         if found:
-            if self.hybrid and end - now <= self.budget:
-                # A longer wait (a preempted spin) would make the next naps outlast the
-                # budget, unjudged: tens of ms asleep per step under contention.
-                self._note_wait(end - now)
+            if self.hybrid:
+                self.note_wait(end - now)
             rule.note_gap(end - now)
         else:
             rule.note_gap(self.budget + READY_GAP)

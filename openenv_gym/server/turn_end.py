@@ -11,10 +11,11 @@ their replies (a spin must never hold a reply back), then decides whether to spi
 Whether to spin is decided by the one rule of both ends, :class:`~openenv_gym.busy_poll.SpinRule`
 (:mod:`openenv_gym.busy_poll`): each turn end that replied is followed by a gap until the
 next request arrives, measured by the spin when it spins and by the next read callback when
-it does not; the rule spins while the gaps say it pays and stops while the cores are oversubscribed
-(more runnable tasks than cores) or spins are preempted. A few sessions stepped in a tight loop spin (every gap is short);
-hundreds of plain sessions from one client, whose next step comes milliseconds after the
-last reply of the previous one, stop spinning, and start again if the gaps shorten.
+it does not; the rule spins while the gaps say it pays, and stops while the cores are
+oversubscribed (more runnable tasks than cores) or spins are preempted. A few sessions
+stepped in a tight loop spin (every gap is short); hundreds of plain sessions from one
+client, whose next step comes milliseconds after the last reply of the previous one, stop
+spinning, and start again if the gaps shorten.
 
 While the cores are oversubscribed, or the gaps say spinning does not pay and the last gap
 measured was not one a spin would have saved, only one turn end in :data:`OFF_SAMPLE_EVERY`
