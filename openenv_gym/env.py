@@ -154,9 +154,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
             ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
             if the server refuses it).
-        compression: ``"auto"`` (a single env's observation frames come compressed, where
-            they shrink, when the server is not on a loopback address; a vector env's batch
-            connections measure whether packing pays), ``"zstd"`` (always offered) or
+        compression: ``"auto"`` (the session measures, step by step, whether packed or
+            raw observation frames cost less, whatever the server's address; so do a vector
+            env's batch connections), ``"zstd"`` (always packed where they shrink) or
             ``"off"`` (:mod:`openenv_gym.wire.compressed`).
             Only our servers agree to it; official servers are unaffected.
         open_session: ``False`` builds the spaces (and starts the server) without keeping a

@@ -66,6 +66,12 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
     ),
     Contender("official", "official client (gather)", remote.open_official),
     Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.open_ours_env, True),
+    Contender(
+        "ours-env-zstd", "ours OpenEnvEnv (1 env, zstd forced)", remote.open_ours_env_zstd, True
+    ),
+    Contender(
+        "ours-env-raw", "ours OpenEnvEnv (1 env, compression off)", remote.open_ours_env_raw, True
+    ),
     Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
     Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
     Contender("ours-zstd", "ours vector (binary, zstd forced)", remote.open_ours_zstd),

@@ -33,6 +33,8 @@ CONTENDER_KEYS: Final = (
     "official-sync",
     "official",
     "ours-env",
+    "ours-env-zstd",
+    "ours-env-raw",
     "ours-json",
     "ours-binary",
     "ours-zstd",

@@ -3,7 +3,8 @@
 * ``official``: N official ``GenericEnvClient`` sessions on one asyncio loop in this thread,
   stepped with ``asyncio.gather`` (episodes that end are reset in the same vector step);
 * ``official-sync``: one official client through its synchronous ``.sync()`` wrapper;
-* ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``;
+* ``ours-env``: our single env, ``gym.make("openenv/...", base_url=...)``; ``ours-env-zstd``
+  / ``ours-env-raw``: the same with compression forced on / off;
 * ``ours-json`` / ``ours-binary``: our ``OpenEnvVectorEnv`` over pooled sessions; ``ours-zstd``:
   binary with compression forced on; ``ours-raw``: binary with compression off.
 
@@ -153,13 +154,27 @@ def open_official_sync(context: Context, n: int) -> Driver:
 
 def open_ours_env(context: Context, n: int) -> Driver:
     """Our single env (``gym.make("openenv/...", base_url=...)``), default encoding."""
+    return _ours_env(context)
+
+
+def open_ours_env_zstd(context: Context, n: int) -> Driver:
+    """``ours-env`` with ``compression="zstd"`` (its default ``"auto"`` measures)."""
+    return _ours_env(context, compression="zstd")
+
+
+def open_ours_env_raw(context: Context, n: int) -> Driver:
+    """``ours-env`` with ``compression="off"``."""
+    return _ours_env(context, compression="off")
+
+
+def _ours_env(context: Context, **kwargs: Any) -> Driver:
     import openenv_gym  # noqa: F401  (registers the ids)
 
     urls = context.require_servers()
     spec = context.spec
     if spec.openenv_id not in gym.registry:
         raise ContenderUnavailableError(f"{spec.openenv_id} is not registered in this install")
-    env = gym.make(spec.openenv_id, base_url=urls[0], **spec.openenv_kwargs)
+    env = gym.make(spec.openenv_id, base_url=urls[0], **{**spec.openenv_kwargs, **kwargs})
     return single_env_driver(env)
 
 

@@ -31,7 +31,7 @@ Example:
     [ok]   health     HTTP 200 {"status":"healthy"} in 2.1 ms
     ...
     works: gym.make('openenv/Remote-v0', base_url='http://127.0.0.1:8000')
-    form: websocket+binary
+    form: websocket+binary_zstd_measured
     result: PASS (6 checks)
 """
 

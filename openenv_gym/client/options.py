@@ -51,10 +51,11 @@ class ConnectOptions:
             (default :data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`).
         headers: Extra HTTP headers sent with the WebSocket handshake.
         token: The bearer token (``None``: no ``Authorization`` header).
-        compression: ``"auto"`` (batch connections without shared memory agree to
-            compressed observation frames and measure, step by step, whether packed or raw
-            frames cost less; a single session asks for them only from a peer that is not
-            on a loopback address), ``"zstd"`` (on every connection, no shared memory) or
+        compression: ``"auto"`` (batch connections without shared memory and single
+            sessions agree to compressed observation frames and measure, step by step,
+            whether packed or raw frames cost less, whatever the peer's address; not a
+            single session through a SOCKS proxy), ``"zstd"`` (on every connection, no
+            shared memory) or
             ``"off"``; the rule is in :mod:`openenv_gym.wire.compressed` and
             :mod:`openenv_gym.wire.compression_policy`.
 

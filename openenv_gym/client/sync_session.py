@@ -9,8 +9,9 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from websockets.exceptions import InvalidURI
 from websockets.proxy import get_proxy
@@ -25,9 +26,11 @@ from openenv_gym.errors import (
     ConnectionLostError,
     SessionClosedError,
 )
-from openenv_gym.wire.compressed import compression_offer
+from openenv_gym.wire.compressed import COMPRESS_KEY, compression_offer, measured_offer
+from openenv_gym.wire.compression_policy import WARMUP_STEPS, CompressionPolicy
 from openenv_gym.wire.encoding import Encoding
 from openenv_gym.wire.messages import (
+    MessageType,
     ObservationReply,
     StateReply,
     close_message,
@@ -36,6 +39,9 @@ from openenv_gym.wire.messages import (
 )
 
 _DEFAULT_OPTIONS = ConnectOptions()
+_STEP: Final = MessageType.STEP.value
+#: The requests answered by an observation (the ones that may carry ``"compress"``).
+_OBSERVED: Final = frozenset({MessageType.RESET.value, _STEP})
 
 
 class SyncSession:
@@ -47,6 +53,18 @@ class SyncSession:
     through an ``http://`` proxy); through a SOCKS proxy configured for the host, a
     :class:`~openenv_gym.client.async_session.AsyncSession` on its own
     :class:`~openenv_gym.client.loop.CallerLoop`.
+
+    With ``compression="auto"`` a blocking session offers the measured subprotocol
+    (:data:`~openenv_gym.wire.compressed.MEASURED_SUBPROTOCOL`); where our server agrees,
+    :attr:`compression_policy` decides per request whether to ask for a packed observation
+    frame, from the cost of each step (request built to reply parsed) it measures for each
+    choice, the rule of a vector env's batch connections
+    (:mod:`openenv_gym.wire.compression_policy`). A request carries ``"compress"`` while
+    observations come as binary frames (a few numbers as JSON: nothing to pack).
+
+    Attributes:
+        compression_policy: The policy, ``None`` where the measured subprotocol was not
+            agreed (an official server, ``compression="zstd"`` or ``"off"``, JSON).
     """
 
     def __init__(
@@ -65,6 +83,8 @@ class SyncSession:
         assert agreed is not None  # one of the two is set
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
         self.encoding: Encoding = agreed
+        self.compression_policy = CompressionPolicy(WARMUP_STEPS) if agreed.measured else None
+        self._binary_replies = True  # whether the last observation came as a binary frame
 
     @property
     def binary(self) -> bool:
@@ -92,8 +112,11 @@ class SyncSession:
         choice = options.encoding_choice
         url = ws_url_or_raise(base_url)
         if is_loopback_url(url) or not _needs_asyncio_proxy(url):
-            compressed = compression_offer(options.compression, is_loopback_url(url))
-            offered = choice.subprotocols(compressed=compressed is not None, extra=subprotocols)
+            offered = choice.subprotocols(
+                compressed=compression_offer(options.compression, is_loopback_url(url)) is not None,
+                measured=measured_offer(options.compression),
+                extra=subprotocols,
+            )
             connection = BlockingConnection.open(url, options, subprotocols=offered)
             try:
                 choice.check_agreed(connection.encoding, url)
@@ -138,11 +161,33 @@ class SyncSession:
                 f"the session to {connection.url} is closed; create a new env (or call reset "
                 "on a reconnecting env) to go on"
             )
+        policy = self.compression_policy
+        if policy is not None and self._binary_replies and message["type"] in _OBSERVED:
+            return self._measured_request(connection, policy, message)
         # A refused session sends an error frame, then closes: read what is queued.
         with contextlib.suppress(ConnectionLostError):
             connection.send(encode_message(message))
         raw = connection.receive()
-        return self.encoding.parse_reply(raw, url=self.url)
+        reply = self.encoding.parse_reply(raw, url=self.url)
+        if policy is not None and message["type"] in _OBSERVED:
+            self._binary_replies = not isinstance(raw, str)  # binary again: ask again
+        return reply
+
+    def _measured_request(
+        self, connection: BlockingConnection, policy: CompressionPolicy, message: dict[str, Any]
+    ) -> ObservationReply | StateReply:
+        """:meth:`request` asking for the frame ``policy`` chooses; a step's cost (request
+        built to reply parsed) goes back to ``policy`` when the reply was a binary frame."""
+        asked = policy.choice()
+        start = time.perf_counter()
+        with contextlib.suppress(ConnectionLostError):
+            connection.send(encode_message({**message, COMPRESS_KEY: asked}))
+        raw = connection.receive()
+        reply = self.encoding.parse_reply(raw, url=self.url)
+        self._binary_replies = not isinstance(raw, str)
+        if self._binary_replies and message["type"] == _STEP:
+            policy.record(asked, time.perf_counter() - start)
+        return reply
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
         """A request whose reply must be an observation (reset, step).

@@ -23,9 +23,11 @@ frame larger than ``max_message_size``       ``error`` ``VALIDATION_ERROR`` nami
 
 Encoding: each session writes its replies in the encoding its connection agreed
 (:mod:`openenv_gym.wire.encoding`): with ``openenv-gym.binary.v1``, observation replies
-whose observation holds numpy arrays go out as one binary frame; everything else stays JSON
-text. A batch connection (K sessions) is served by :mod:`openenv_gym.server.batch`, on top
-of this module.
+whose observation holds numpy arrays go out as one binary frame (packed with zstd where a
+compressed subprotocol was agreed; with ``openenv-gym.binary-zstd.v2`` a frame may say
+``"compress": false`` for a raw reply, see :mod:`openenv_gym.wire.compressed`); everything
+else stays JSON text. A batch connection (K sessions) is served by
+:mod:`openenv_gym.server.batch`, on top of this module.
 
 After any error reply the session lives on. Two cases end it: all session slots taken
 (``CAPACITY_REACHED`` with ``active_sessions``/``max_sessions``, then close) and a factory
@@ -61,6 +63,7 @@ from openenv_gym.server.fault_replies import (
     validation_error_reply,
 )
 from openenv_gym.server.step_cost import StepCost
+from openenv_gym.wire.compressed import check_compress_flag
 from openenv_gym.wire.encoding import Encoding, encoding_of
 from openenv_gym.wire.messages import (
     ClientMessageError,
@@ -317,12 +320,26 @@ class SessionManager:
             )
 
     def dispatch(self, session: EnvSession, raw: bytes) -> tuple[bytes, bool] | None:
-        """The encoded reply to one frame and whether it is text; ``None`` for ``close``."""
-        reply = self._reply(session, raw)
-        if reply is None:
-            return None
+        """The encoded reply to one frame and whether it is text; ``None`` for ``close``.
+
+        On a connection whose encoding is ``measured`` a frame may say ``"compress":
+        false`` (send this reply raw) or ``true`` (:mod:`openenv_gym.wire.compressed`)."""
+        encoding, pack = session.encoding, True
         try:
-            return session.encoding.encode_reply(reply)
+            self.check_size(raw)
+            message = parse_client_message(raw, keys=encoding.message_keys)
+            pack = check_compress_flag(message.compress) is not False
+        except ClientMessageError as exc:
+            logger.debug("bad client frame: %s", exc.message)
+            reply = exc.reply()
+        except ValueError as exc:  # a "compress" that is neither true nor false
+            reply = error_message(ErrorCode.VALIDATION_ERROR, f"Invalid message: {exc}")
+        else:
+            if message.type == MessageType.CLOSE:
+                return None
+            reply = self.answer(session, message.type, message.data)
+        try:
+            return encoding.encode_reply(reply, pack=pack)
         except Exception as exc:
             if reply["type"] == MessageType.ERROR:  # an echo of hostile input: make it printable
                 return encode_error_reply(reply), True
@@ -333,18 +350,6 @@ class SessionManager:
                 describe(exc),
             )
             return encode_error_reply(execution_error_reply(exc)), True
-
-    def _reply(self, session: EnvSession, raw: bytes) -> dict[str, Any] | None:
-        """The reply message to one frame; ``None`` for ``close``."""
-        try:
-            self.check_size(raw)
-            message = parse_client_message(raw)
-        except ClientMessageError as exc:
-            logger.debug("bad client frame: %s", exc.message)
-            return exc.reply()
-        if message.type == MessageType.CLOSE:
-            return None
-        return self.answer(session, message.type, message.data)
 
     def step(self, env: Environment[Any, Any, Any], data: dict[str, Any]) -> dict[str, Any]:
         """The ``observation`` reply to ``step`` data on ``env``; raises what the action

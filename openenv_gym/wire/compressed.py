@@ -30,13 +30,13 @@ The rule a connection uses (:func:`batch_compression_offer`, :func:`compression_
 :func:`compression_accepted`, :class:`FrameCompressor`, and the client's
 :class:`~openenv_gym.wire.compression_policy.CompressionPolicy`):
 
-* ``compression="auto"`` (the default) on a **batch connection**: offered whatever the
-  peer's address (a tunnel's near end is 127.0.0.1); the client's
+* ``compression="auto"`` (the default): offered whatever the peer's address (a tunnel's
+  near end is 127.0.0.1); the client's
   :class:`~openenv_gym.wire.compression_policy.CompressionPolicy` then asks step by step
-  for packed or raw results, by the cost per step it measures for each. On a **single
-  session** it is still offered only to a peer that is **not on a loopback address** (its
-  subprotocol is agreed once, at connect). ``"zstd"`` forces it on every connection (and
-  offers no shared memory), ``"off"`` never offers it.
+  for packed or raw results, by the cost per step it measures for each: on a **batch
+  connection** in each ``batch_step``, on a **single session** by the measured
+  subprotocol (below). ``"zstd"`` forces it on every connection (and offers no shared
+  memory), ``"off"`` never offers it.
 * **Never with shared memory**: a server that agreed to shared memory on a connection does
   not compress it (no observation byte crosses the wire).
 * Only frames of at least :data:`MIN_COMPRESSED_BYTES` (4 KiB, what screens are and small
@@ -50,10 +50,20 @@ The rule a connection uses (:func:`batch_compression_offer`, :func:`compression_
   that declares its size: a 3 KB frame would expand to 100 MB.
 
 A single env's connection (one session) agrees to it by its WebSocket subprotocol
-instead: the client offers :data:`BINARY_ZSTD_SUBPROTOCOL` before ``openenv-gym.binary.v1``
-by the same rule (its URL's host decides "loopback"), and our server then packs each binary
-observation frame that pays (:func:`pack_frame`). An official server agrees to neither. A
-single session unpacks under the default client limit
+instead, one of two:
+
+* :data:`MEASURED_SUBPROTOCOL` (``compression="auto"``): each ``reset`` and ``step`` may
+  carry a top-level ``"compress": true|false`` (:data:`COMPRESS_KEY`; without it the
+  server packs what pays), which the client's policy sets from what it measures. Only a
+  connection that agreed this subprotocol accepts the key: on any other our server answers
+  ``VALIDATION_ERROR`` (unexpected keys), as the official server does; so an official
+  peer never sees it.
+* :data:`BINARY_ZSTD_SUBPROTOCOL` (``compression="zstd"``, and under ``"auto"`` as a
+  fallback to an older server of ours when the peer is not on a loopback address): every
+  binary observation frame that pays is packed (:func:`pack_frame`).
+
+Either is offered before ``openenv-gym.binary.v1``; an official server agrees to neither.
+A single session unpacks under the default client limit
 (:data:`~openenv_gym.wire.messages.CLIENT_INBOUND_LIMIT`), not its own ``max_message_size``.
 
 Example:
@@ -72,6 +82,8 @@ Example:
     (None, 'zstd')
     >>> batch_compression_offer("auto"), batch_compression_offer("off")
     ('zstd', None)
+    >>> measured_offer("auto"), measured_offer("zstd"), check_compress_flag(False)
+    (True, False, False)
 """
 
 from __future__ import annotations
@@ -86,6 +98,10 @@ from openenv_gym.errors import CompressedFrameError, UnknownCompressionError
 COMPRESSED_MAGIC: Final = b"OGZ1"
 #: The subprotocol of a single session whose observation frames may come packed.
 BINARY_ZSTD_SUBPROTOCOL: Final = "openenv-gym.binary-zstd.v1"
+#: The subprotocol of a single session that asks, request by request, for packed frames.
+MEASURED_SUBPROTOCOL: Final = "openenv-gym.binary-zstd.v2"
+#: The top-level key of a ``reset`` or ``step`` on a :data:`MEASURED_SUBPROTOCOL` session.
+COMPRESS_KEY: Final = "compress"
 #: The one codec, its name in ``batch_open`` / ``batch_opened``.
 ZSTD: Final = "zstd"
 #: The values of ``compression=``.
@@ -135,6 +151,26 @@ def compression_offer(compression: str, peer_on_loopback: bool) -> str | None:
     if compression == ZSTD or (compression == DEFAULT_COMPRESSION and not peer_on_loopback):
         return ZSTD
     return None
+
+
+def measured_offer(compression: str) -> bool:
+    """Whether a single session offers :data:`MEASURED_SUBPROTOCOL` (under ``"auto"``:
+    whatever the peer's address, the client's measurement decides)."""
+    return compression == DEFAULT_COMPRESSION
+
+
+def check_compress_flag(value: Any) -> bool | None:
+    """The :data:`COMPRESS_KEY` of a client message: ``True``, ``False`` or absent (``None``).
+
+    Raises:
+        ValueError: It is anything else (the server answers ``VALIDATION_ERROR``).
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValueError(
+        f"expected {COMPRESS_KEY!r} to be true or false (pack this reply or not), got "
+        f"{type(value).__name__} {value!r:.50}; leave it out to let the server pack what pays"
+    )
 
 
 def compression_accepted(offered: Any, *, shared_memory: bool) -> bool:
@@ -249,18 +285,22 @@ __all__ = [
     "BINARY_ZSTD_SUBPROTOCOL",
     "COMPRESSED_MAGIC",
     "COMPRESSION_SETTINGS",
+    "COMPRESS_KEY",
     "DEFAULT_COMPRESSION",
     "LEVEL",
+    "MEASURED_SUBPROTOCOL",
     "MIN_COMPRESSED_BYTES",
     "MIN_RATIO",
     "RECHECK_FRAMES",
     "ZSTD",
     "FrameCompressor",
     "batch_compression_offer",
+    "check_compress_flag",
     "check_compression",
     "compression_accepted",
     "compression_offer",
     "is_compressed_frame",
+    "measured_offer",
     "pack_frame",
     "refuse_unagreed",
     "unpack_frame",

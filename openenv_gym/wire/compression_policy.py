@@ -8,12 +8,20 @@ asked in each ``batch_step`` (``"compress": true|false``), and the client's
 :class:`CompressionPolicy` answers from what it measures on that connection: the cost per
 step of each choice, seen as the time from building a request to having parsed its reply
 (round trip, transfer at the link's throughput, the server's packing and the client's
-unpacking, all in one figure). The server keeps its own part of the rule
+unpacking, all in one figure). A single env's session runs the same policy, asking in a
+top-level ``"compress"`` of each ``reset`` and ``step`` on the measured subprotocol
+(:data:`~openenv_gym.wire.compressed.MEASURED_SUBPROTOCOL`; its steps are what it
+measures). The server keeps its own part of the rule
 (:class:`~openenv_gym.wire.compressed.FrameCompressor`): it sends a frame raw when it does
 not shrink :data:`~openenv_gym.wire.compressed.MIN_RATIO` times, whatever was asked.
 
 The rule, step by step:
 
+0. **Warm up** (``warmup`` steps, a single env's session: :data:`WARMUP_STEPS`): a fresh
+   session's steps get cheaper over their first few dozen (busy-polling and caches settle:
+   on loopback, Pong's cost per step fell from 620 to 380 µs over 25 steps whatever was
+   asked), which would make whichever choice is probed first look worse. These steps ask
+   for packed frames and are not measured.
 1. **Probe both**: the first :data:`PROBE_STEPS` steps packed, the next ones raw; the choice
    is the one whose median cost per step is lower.
 2. **Cut a probe short** when it is clearly worse: once :data:`EARLY_STEPS` steps of a probe
@@ -49,6 +57,8 @@ import statistics
 from collections import deque
 from typing import Final
 
+#: Steps a single env's session runs before its first probe (not measured; see rule 0).
+WARMUP_STEPS: Final = 32
 #: Steps each choice is measured for in a probe.
 PROBE_STEPS: Final = 8
 #: Steps after which a probe that is clearly worse ends (one: a wrong cut costs a stay on the
@@ -71,13 +81,17 @@ WINDOW: Final = 32
 class CompressionPolicy:
     """Decides per step whether to ask for a packed result frame (module docstring).
 
+    Args:
+        warmup: Steps recorded before the first probe that are not measured (rule 0).
+
     Attributes:
         compress: The current choice (``None`` until both have been measured).
         switches: How many times the choice changed after the first decision.
         probes: How many steps ran on the choice that was not the current one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, warmup: int = 0) -> None:
+        self._warmup = warmup
         self.compress: bool | None = None
         self.switches = 0
         self.probes = 0
@@ -99,6 +113,9 @@ class CompressionPolicy:
     def record(self, compressed: bool, seconds: float) -> None:
         """One step's cost: ``seconds`` from building the request (that asked ``compressed``)
         to having parsed its reply."""
+        if self._warmup > 0:
+            self._warmup -= 1
+            return
         costs = self._costs[compressed]
         probing = self._probing
         if probing is not None and compressed == probing:
@@ -165,6 +182,7 @@ __all__ = [
     "PROBE_BUDGET",
     "PROBE_STEPS",
     "REVISE_STEPS",
+    "WARMUP_STEPS",
     "WINDOW",
     "CompressionPolicy",
 ]

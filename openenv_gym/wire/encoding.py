@@ -16,6 +16,8 @@ encoding           subprotocol                 builds on / implies
                                                (:mod:`.binary`)
 ``binary_zstd``    ``openenv-gym.binary-zstd   ``binary``; one session's frames packed
                    .v1``                       with zstd where it pays (:mod:`.compressed`)
+``binary_zstd_     ``openenv-gym.binary-zstd   ``binary``; packed where the client asks
+measured``         .v2``                       (``"compress"`` per request, measured)
 ``batch``          ``openenv-gym.batch.v1``    ``binary``; K sessions per connection
                                                (:mod:`.batch`)
 ``shared_memory``  none: agreed in             ``batch``; same host only
@@ -72,8 +74,14 @@ from openenv_gym.wire.binary import (
     parse_frame,
     parse_packed_frame,
 )
-from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, pack_frame
+from openenv_gym.wire.compressed import (
+    BINARY_ZSTD_SUBPROTOCOL,
+    COMPRESS_KEY,
+    MEASURED_SUBPROTOCOL,
+    pack_frame,
+)
 from openenv_gym.wire.messages import (
+    ENVELOPE_KEYS,
     MessageType,
     ObservationReply,
     StateReply,
@@ -105,8 +113,10 @@ class Encoding:
             (inherited from ``builds_on``; ``None``: always JSON).
         multiplexed: Whether a connection carries K sessions (inherited).
         same_host: Whether it works only when client and server share a machine (inherited).
-        compressed: Whether its frames may come packed (:mod:`.compressed`): offered only
-            where compression pays (``compression=``).
+        compressed: Whether its observation frames may come packed (:mod:`.compressed`):
+            offered only where ``compression=`` says so; :meth:`encode_reply` packs them.
+        measured: Whether the client asks, request by request, for packed frames (a
+            top-level ``"compress"`` its client messages may carry: :attr:`message_keys`).
     """
 
     name: str
@@ -118,6 +128,7 @@ class Encoding:
     multiplexed: bool = False
     same_host: bool = False
     compressed: bool = False
+    measured: bool = False
 
     def __post_init__(self) -> None:
         base = self.builds_on
@@ -144,6 +155,11 @@ class Encoding:
         return any(encoding is other for encoding in self.lineage())
 
     @property
+    def message_keys(self) -> frozenset[str]:
+        """The top-level keys a client message may carry on a connection of this encoding."""
+        return _MEASURED_KEYS if self.measured else ENVELOPE_KEYS
+
+    @property
     def binary_frames(self) -> bool:
         """Whether observation replies may come as binary frames."""
         return self.write_observation is not None
@@ -166,11 +182,13 @@ class Encoding:
         assert read is not None  # set or inherited in __post_init__
         return read(raw, url=url)
 
-    def encode_reply(self, message: dict[str, Any]) -> tuple[bytes, bool]:
+    def encode_reply(self, message: dict[str, Any], *, pack: bool = True) -> tuple[bytes, bool]:
         """A server reply as one frame: the bytes and whether it is a text frame.
 
         ``observation`` replies go out binary when this encoding writes them so (and the
-        observation is worth it); everything else is JSON text (:func:`encode_json`).
+        observation is worth it), packed when it is :attr:`compressed`, ``pack`` holds (the
+        client did not ask for raw) and it pays; everything else is JSON text
+        (:func:`encode_json`).
 
         Raises:
             TypeError, ValueError: The message holds a value that cannot be encoded.
@@ -179,7 +197,7 @@ class Encoding:
         if write is not None and message["type"] == _OBSERVATION:
             frame = write(message)
             if frame is not None:
-                return frame, False
+                return (pack_frame(frame) if pack and self.compressed else frame), False
         return encode_json(message), True
 
     def __repr__(self) -> str:
@@ -204,19 +222,24 @@ BINARY: Final = Encoding(
 )
 
 
-def _write_packed_observation(message: dict[str, Any]) -> bytes | None:
-    frame = encode_observation_frame(message)
-    return None if frame is None else pack_frame(frame)
-
-
+_MEASURED_KEYS: Final = ENVELOPE_KEYS | {COMPRESS_KEY}
 BINARY_ZSTD: Final = Encoding(
     "binary_zstd",
     BINARY_ZSTD_SUBPROTOCOL,
     "one session's binary observation frames packed with zstd where it pays",
     builds_on=BINARY,
     read_reply=parse_packed_frame,
-    write_observation=_write_packed_observation,
     compressed=True,
+)
+BINARY_ZSTD_MEASURED: Final = Encoding(
+    "binary_zstd_measured",
+    MEASURED_SUBPROTOCOL,
+    "one session's binary observation frames packed with zstd where the client asks "
+    "(it measures, request by request, whether packed or raw frames cost less)",
+    builds_on=BINARY,
+    read_reply=parse_packed_frame,
+    compressed=True,
+    measured=True,
 )
 BATCH: Final = Encoding(
     "batch",
@@ -246,11 +269,21 @@ COMPRESSED: Final = Encoding(
 REGISTRY: Final[Mapping[str, Encoding]] = MappingProxyType(
     {
         encoding.name: encoding
-        for encoding in (JSON, BINARY, BINARY_ZSTD, BATCH, SHARED_MEMORY, COMPRESSED)
+        for encoding in (
+            JSON,
+            BINARY,
+            BINARY_ZSTD,
+            BINARY_ZSTD_MEASURED,
+            BATCH,
+            SHARED_MEMORY,
+            COMPRESSED,
+        )
     }
 )
 #: The encodings agreed by a subprotocol, the server's preference first.
-NEGOTIATED: Final = tuple(e for e in (BATCH, BINARY_ZSTD, BINARY) if e.subprotocol is not None)
+NEGOTIATED: Final = tuple(
+    e for e in (BATCH, BINARY_ZSTD_MEASURED, BINARY_ZSTD, BINARY) if e.subprotocol is not None
+)
 _BY_SUBPROTOCOL: Final[Mapping[str, Encoding]] = MappingProxyType(
     {e.subprotocol: e for e in NEGOTIATED if e.subprotocol is not None}
 )
@@ -296,20 +329,27 @@ class EncodingChoice:
         return any(encoding.multiplexed for encoding in self.offers)
 
     def subprotocols(
-        self, *, batch: bool = False, compressed: bool = False, extra: Sequence[str] = ()
+        self,
+        *,
+        batch: bool = False,
+        compressed: bool = False,
+        measured: bool = False,
+        extra: Sequence[str] = (),
     ) -> list[str]:
         """The WebSocket subprotocols a client offers, best first, then ``extra``.
 
         ``batch``: the connection may carry several sessions (offer multiplexed encodings).
-        ``compressed``: offer the encodings whose frames come packed (where it pays, by
-        :func:`~openenv_gym.wire.compressed.compression_offer`).
+        ``compressed``: offer the encoding whose frames come packed where it pays (by
+        :func:`~openenv_gym.wire.compressed.compression_offer`); ``measured``: the one
+        whose client asks for packed frames by measurement (by
+        :func:`~openenv_gym.wire.compressed.measured_offer`).
         """
         offered = [
             encoding.subprotocol
             for encoding in self.offers
             if encoding.subprotocol is not None
             and (batch or not encoding.multiplexed)
-            and (compressed or not encoding.compressed)
+            and (not encoding.compressed or (measured if encoding.measured else compressed))
         ]
         return [*offered, *(p for p in extra if p not in offered)]
 
@@ -371,6 +411,7 @@ __all__ = [
     "BATCH",
     "BINARY",
     "BINARY_ZSTD",
+    "BINARY_ZSTD_MEASURED",
     "COMPRESSED",
     "DEFAULT_ENCODING",
     "ENCODINGS",

@@ -340,17 +340,15 @@ def error_from_data(data: dict[str, Any], *, url: str | None = None) -> ServerRe
 
 @dataclass(frozen=True, slots=True)
 class ClientMessage:
-    """A parsed client message: its ``type`` and its ``data`` (``{}`` when absent)."""
+    """A parsed client message: ``type``, ``data`` (``{}`` when absent), ``compress`` (agreed)."""
 
     type: str
     data: dict[str, Any]
+    compress: Any = None
 
 
 class ClientMessageError(PicklableError):
-    """A client frame the server must answer with an error reply (not raised to users).
-
-    ``extra`` goes into the error's ``data`` beside ``code`` and ``message``.
-    """
+    """A client frame the server answers with an error reply (``extra`` goes into its ``data``)."""
 
     def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -364,9 +362,8 @@ class ClientMessageError(PicklableError):
 
 
 #: The message types of a plain OpenEnv session.
-CLIENT_TYPES: Final = frozenset(
-    {MessageType.RESET, MessageType.STEP, MessageType.STATE, MessageType.CLOSE}
-)
+CLIENT_TYPES: Final = frozenset(MessageType) - {MessageType.OBSERVATION, MessageType.ERROR}
+ENVELOPE_KEYS: Final = frozenset({"type", "data"})  #: a client message's top-level keys
 
 
 def parse_client_message(
@@ -375,13 +372,15 @@ def parse_client_message(
     *,
     expected: str = "",
     loads: Callable[[str], Any] = json.loads,
+    keys: frozenset[str] = ENVELOPE_KEYS,
 ) -> ClientMessage:
     """Parse one client frame on the server: the one parser of every client message.
 
     ``kinds`` are the types this connection serves (a batch connection serves others, see
     :mod:`openenv_gym.wire.batch`); ``expected`` is added to an ``UNKNOWN_TYPE`` message.
     ``loads`` parses the JSON text (``json.loads``, as the official server; a batch
-    connection, whose frames carry K actions, uses pydantic's faster parser).
+    connection, whose frames carry K actions, uses pydantic's faster parser). ``keys``: the
+    top-level keys allowed (more than :data:`ENVELOPE_KEYS` where the connection agreed).
 
     Raises:
         ClientMessageError: With the official code to answer with (``INVALID_JSON``,
@@ -415,12 +414,12 @@ def parse_client_message(
         raise ClientMessageError(
             ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {printable(shown, 100)}{expected}"
         )
-    extra = set(message) - {"type", "data"}
+    extra = set(message) - keys
     if extra:
-        keys = printable(repr(sorted(extra)), 200)
+        shown = printable(repr(sorted(extra)), 200)
         raise ClientMessageError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: unexpected keys {keys} in a {kind!r} message",
+            f"Invalid message: unexpected keys {shown} in a {kind!r} message",
         )
     data = message.get("data", {})
     if kind == MessageType.STEP and "data" not in message:
@@ -432,7 +431,7 @@ def parse_client_message(
             ErrorCode.VALIDATION_ERROR,
             f"Invalid message: 'data' must be an object, got {type(data).__name__}",
         )
-    return ClientMessage(type=str(kind), data=data)
+    return ClientMessage(str(kind), data, message.get("compress"))
 
 
 def observation_message(
@@ -487,9 +486,7 @@ def http_to_ws_url(base_url: str) -> str:
             f"expected a base URL starting with http://, https://, ws:// or wss://, "
             f"got {base_url!r}; e.g. base_url='http://127.0.0.1:8000'"
         )
-    if url.endswith(WS_PATH):
-        return url
-    return url + WS_PATH
+    return url if url.endswith(WS_PATH) else url + WS_PATH
 
 
 def ws_to_http_url(url: str) -> str:
@@ -497,8 +494,7 @@ def ws_to_http_url(url: str) -> str:
     base = strip_base_url(url)
     if base.endswith(WS_PATH):
         base = base[: -len(WS_PATH)]
-    if base.startswith("wss://"):
-        return "https://" + base[len("wss://") :]
-    if base.startswith("ws://"):
-        return "http://" + base[len("ws://") :]
+    for ws, http in (("wss://", "https://"), ("ws://", "http://")):
+        if base.startswith(ws):
+            return http + base[len(ws) :]
     return base

@@ -5,7 +5,9 @@ A Pong server on 127.0.0.1: compression agreed in ``batch_open`` packs the resul
 and every packed frame a client sends (a zip bomb, no declared size, a lying size, a corrupt
 payload, a well-formed one) gets an ``INVALID_JSON`` error reply unread while the connection
 lives on; ``"compress": false`` asks for a raw result. A single session agrees by its
-subprotocol and gets packed screens.
+subprotocol and gets packed screens; on the measured subprotocol each request says whether
+its reply is packed (a ``compress`` that is not a bool, or on any other connection, is a
+``VALIDATION_ERROR`` and the session lives).
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ from openenv_gym.wire.batch import (
     parse_batch_result,
 )
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MAGIC, parse_frame
-from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, COMPRESSED_MAGIC, ZSTD
+from openenv_gym.wire.compressed import (
+    BINARY_ZSTD_SUBPROTOCOL,
+    COMPRESSED_MAGIC,
+    MEASURED_SUBPROTOCOL,
+    ZSTD,
+)
 from openenv_gym.wire.messages import SERVER_INBOUND_LIMIT, ObservationReply
 from openenv_gym.wire.shared_memory import ProbeFile
 from tests.server.conftest import Wire
@@ -217,3 +224,57 @@ def test_a_single_session_agrees_by_subprotocol_and_gets_packed_screens(
         assert isinstance(theirs, ObservationReply)
         np.testing.assert_array_equal(ours.observation["screen"], theirs.observation["screen"])
         assert ours.reward == theirs.reward
+
+
+def test_a_measured_session_packs_each_reply_as_its_request_asks(
+    pong_url: str, closing: contextlib.ExitStack
+) -> None:
+    offered = [MEASURED_SUBPROTOCOL, BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]
+    ws = closing.enter_context(Wire.open(pong_url, subprotocols=offered))
+    plain = closing.enter_context(Wire.open(pong_url, subprotocols=[BINARY_SUBPROTOCOL]))
+    assert ws.subprotocol == MEASURED_SUBPROTOCOL  # preferred over the always-packed one
+    for asked, magic in ((None, COMPRESSED_MAGIC), (False, MAGIC), (True, COMPRESSED_MAGIC)):
+        extra = {} if asked is None else {"compress": asked}
+        got = ask_raw(ws, {"type": "reset", "data": {"seed": 3}, **extra})
+        expected = ask_raw(plain, {"type": "reset", "data": {"seed": 3}})
+        assert isinstance(got, bytes)
+        assert got.startswith(magic)  # without the key, what pays is packed
+        for action in (2, 3):
+            got = ask_raw(ws, {"type": "step", "data": {"action_id": action}, **extra})
+            expected = ask_raw(plain, {"type": "step", "data": {"action_id": action}})
+            assert isinstance(got, bytes)
+            assert got.startswith(magic)
+            ours, theirs = parse_frame(got, compressed=True), parse_frame(expected)
+            assert isinstance(ours, ObservationReply)
+            assert isinstance(theirs, ObservationReply)
+            np.testing.assert_array_equal(ours.observation["screen"], theirs.observation["screen"])
+    state = ask_raw(ws, {"type": "state", "compress": True})  # JSON replies stay JSON
+    assert isinstance(state, str)
+    assert json.loads(state)["type"] == "state"
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, [True]])
+def test_a_compress_that_is_not_a_bool_is_a_validation_error_and_the_session_lives(
+    pong_url: str, closing: contextlib.ExitStack, bad: Any
+) -> None:
+    ws = closing.enter_context(Wire.open(pong_url, subprotocols=[MEASURED_SUBPROTOCOL]))
+    ask_raw(ws, {"type": "reset", "data": {"seed": 3}})
+    error = error_of(ask_raw(ws, {"type": "step", "data": {"action_id": 2}, "compress": bad}))
+    assert error["code"] == "VALIDATION_ERROR"
+    assert "expected 'compress' to be true or false" in error["message"]
+    raw = ask_raw(ws, {"type": "step", "data": {"action_id": 2}, "compress": False})
+    assert isinstance(raw, bytes)
+    assert raw.startswith(MAGIC)
+
+
+@pytest.mark.parametrize("offered", [[BINARY_ZSTD_SUBPROTOCOL], [BINARY_SUBPROTOCOL], None])
+def test_compress_is_an_unexpected_key_where_the_measured_subprotocol_was_not_agreed(
+    pong_url: str, closing: contextlib.ExitStack, offered: list[str] | None
+) -> None:
+    # As the official server answers any top-level key it does not know.
+    ws = closing.enter_context(Wire.open(pong_url, subprotocols=offered))
+    ask_raw(ws, {"type": "reset", "data": {"seed": 3}})
+    error = error_of(ask_raw(ws, {"type": "step", "data": {"action_id": 2}, "compress": False}))
+    assert error["code"] == "VALIDATION_ERROR"
+    assert "unexpected keys ['compress']" in error["message"]
+    assert isinstance(ask_raw(ws, {"type": "step", "data": {"action_id": 2}}), bytes | str)

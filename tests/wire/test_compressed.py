@@ -21,28 +21,39 @@ from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result, parse
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_frame, load_frame
 from openenv_gym.wire.compressed import (
     BINARY_ZSTD_SUBPROTOCOL,
+    COMPRESS_KEY,
     COMPRESSED_MAGIC,
+    MEASURED_SUBPROTOCOL,
     MIN_COMPRESSED_BYTES,
     RECHECK_FRAMES,
     ZSTD,
     FrameCompressor,
     batch_compression_offer,
+    check_compress_flag,
     check_compression,
     compression_accepted,
     compression_offer,
     is_compressed_frame,
+    measured_offer,
     pack_frame,
     unpack_frame,
 )
 from openenv_gym.wire.encoding import (
     BINARY,
     BINARY_ZSTD,
+    BINARY_ZSTD_MEASURED,
     JSON,
     accept_subprotocol,
     encoding_of,
     resolve_encoding,
 )
-from openenv_gym.wire.messages import ObservationReply, observation_message
+from openenv_gym.wire.messages import (
+    ClientMessageError,
+    ErrorCode,
+    ObservationReply,
+    observation_message,
+    parse_client_message,
+)
 
 LIMIT = 1024 * 1024
 
@@ -304,3 +315,65 @@ def test_a_batch_connection_offers_compression_unless_off() -> None:
     assert batch_compression_offer("auto") == ZSTD  # whatever the peer's address
     assert batch_compression_offer("zstd") == ZSTD
     assert batch_compression_offer("off") is None
+
+
+# --------------------------------------------------------------------------- measured single
+
+
+@pytest.mark.parametrize(
+    ("compression", "loopback", "offered"),
+    [
+        ("auto", True, [MEASURED_SUBPROTOCOL, BINARY_SUBPROTOCOL]),  # a tunnel looks like this
+        ("auto", False, [MEASURED_SUBPROTOCOL, BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]),
+        ("zstd", True, [BINARY_ZSTD_SUBPROTOCOL, BINARY_SUBPROTOCOL]),
+        ("off", False, [BINARY_SUBPROTOCOL]),
+    ],
+)
+def test_a_single_session_offers_the_measured_encoding_under_auto_whatever_the_address(
+    compression: str, loopback: bool, offered: list[str]
+) -> None:
+    got = resolve_encoding("auto").subprotocols(
+        compressed=compression_offer(compression, loopback) is not None,
+        measured=measured_offer(compression),
+    )
+    assert got == offered
+    # Our server prefers the measured encoding over the always-packed one.
+    expected = {"auto": BINARY_ZSTD_MEASURED, ZSTD: BINARY_ZSTD, "off": BINARY}[compression]
+    assert encoding_of(accept_subprotocol(got)) is expected
+    assert resolve_encoding("json").subprotocols(compressed=True, measured=True) == []
+
+
+def test_the_measured_encoding_packs_what_the_client_asked_for() -> None:
+    screen = np.full((210, 160, 3), 7, np.uint8)
+    message = observation_message({"screen": screen, "lives": 3}, 1.0, False)
+    packed, _ = BINARY_ZSTD_MEASURED.encode_reply(message)
+    raw, text = BINARY_ZSTD_MEASURED.encode_reply(message, pack=False)
+    assert not text
+    assert is_compressed_frame(packed)
+    assert raw == BINARY.encode_reply(message)[0]  # as a binary session sends it
+    for frame in (packed, raw):
+        reply = BINARY_ZSTD_MEASURED.parse_reply(frame)
+        assert isinstance(reply, ObservationReply)
+        np.testing.assert_array_equal(reply.observation["screen"], screen)
+    # Only this encoding lets a client message carry "compress".
+    assert COMPRESS_KEY in BINARY_ZSTD_MEASURED.message_keys
+    assert all(COMPRESS_KEY not in e.message_keys for e in (JSON, BINARY, BINARY_ZSTD))
+
+
+def test_a_compress_key_is_refused_where_it_was_not_agreed() -> None:
+    frame = '{"type":"step","data":{"action_id":1},"compress":false}'
+    with pytest.raises(ClientMessageError, match=r"unexpected keys \['compress'\]") as caught:
+        parse_client_message(frame)
+    assert caught.value.code is ErrorCode.VALIDATION_ERROR
+    message = parse_client_message(frame, keys=BINARY_ZSTD_MEASURED.message_keys)
+    assert (message.type, message.data, message.compress) == ("step", {"action_id": 1}, False)
+    assert parse_client_message('{"type":"state"}').compress is None
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0, [], {}, 1.5])
+def test_a_compress_flag_that_is_not_a_bool_is_refused_with_what_came(bad: object) -> None:
+    expected = f"expected 'compress' to be true or false.*got {type(bad).__name__}"
+    with pytest.raises(ValueError, match=expected):
+        check_compress_flag(bad)
+    assert check_compress_flag(True) is True
+    assert check_compress_flag(None) is None

@@ -18,6 +18,7 @@ from openenv_gym.wire.compression_policy import (
     MAX_REVISE_STEPS,
     PROBE_BUDGET,
     PROBE_STEPS,
+    WARMUP_STEPS,
     CompressionPolicy,
 )
 
@@ -115,3 +116,21 @@ def test_a_reply_to_a_request_of_the_other_choice_is_not_counted() -> None:
     assert policy.cost(False) is None
     run(policy, tunnel, PROBE_STEPS + EARLY_STEPS)
     assert policy.compress is True
+
+
+def test_warm_up_steps_ask_packed_and_do_not_count() -> None:
+    # A fresh session's steps get cheaper as it warms up: packed steps that cost more only
+    # because they came first must not decide.
+    policy = CompressionPolicy(warmup=WARMUP_STEPS)
+    warming = [0.010 - 0.0002 * k for k in range(WARMUP_STEPS)]  # 10 ms falling to ~4 ms
+    for seconds in warming:
+        assert policy.choice() is True
+        policy.record(True, seconds)
+    assert policy.cost(True) is None  # nothing measured yet
+    asked = run(policy, same_host, 2 * PROBE_STEPS)
+    assert asked == [True] * PROBE_STEPS + [False] * PROBE_STEPS
+    assert policy.compress is False  # decided on the warm costs only
+    without = CompressionPolicy()
+    for seconds in warming[:PROBE_STEPS]:
+        without.record(without.choice(), seconds)
+    assert without.cost(True) == pytest.approx(0.010 - 0.0002 * 3.5)  # the cold steps count

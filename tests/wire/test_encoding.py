@@ -17,11 +17,12 @@ from openenv_gym.errors import (
 )
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, MIN_BINARY_BYTES, is_binary_frame
-from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL
+from openenv_gym.wire.compressed import BINARY_ZSTD_SUBPROTOCOL, MEASURED_SUBPROTOCOL
 from openenv_gym.wire.encoding import (
     BATCH,
     BINARY,
     BINARY_ZSTD,
+    BINARY_ZSTD_MEASURED,
     COMPRESSED,
     DEFAULT_ENCODING,
     ENCODINGS,
@@ -54,12 +55,14 @@ def test_the_registry_holds_every_encoding_once_by_name() -> None:
         "json": JSON,
         "binary": BINARY,
         "binary_zstd": BINARY_ZSTD,
+        "binary_zstd_measured": BINARY_ZSTD_MEASURED,
         "batch": BATCH,
         "shared_memory": SHARED_MEMORY,
         "zstd": COMPRESSED,
     }
     assert [e.subprotocol for e in NEGOTIATED] == [
         BATCH_SUBPROTOCOL,
+        MEASURED_SUBPROTOCOL,
         BINARY_ZSTD_SUBPROTOCOL,
         BINARY_SUBPROTOCOL,
     ]
