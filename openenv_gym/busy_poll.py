@@ -48,9 +48,9 @@ before), and the client's is **hybrid**: like the Linux block layer's hybrid pol
 first sleeps through part of the usual wait (:data:`NAP_SHARE` of a moving average of the
 waits its spins ended within the budget, less the timer's overshoot), then spins until
 ``budget`` is spent. A reply that takes 250 µs costs the client one short sleep and about
-100 µs of spinning instead of 250 µs of spinning, and still finds it awake. (The server does not nap: a nap
-cannot end early, and a request that lands during one waits for it; measured, it cost a
-third of the steps/s.)
+100 µs of spinning instead of 250 µs of spinning, and still finds it awake. (The server
+does not nap: a nap cannot end early, and a request that lands during one waits for it;
+measured, it cost a third of the steps/s.)
 
 Example:
     >>> rule = SpinRule(budget=500e-6)
