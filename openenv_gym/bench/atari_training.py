@@ -13,7 +13,9 @@
 
 and reports wall time and steps/s of each. Then the env alone (random actions, no learner):
 preprocessed Pong at N sub-envs, ours (``gym.make_vec``) against envpool with the same
-options, and the bytes one step of one sub-env puts on the wire (counted by a
+options, each with the CPU time per sub-env step of every process involved (ours: this one
+and the embedded server's workers; a load-independent cost, where steps/s on a busy machine
+mostly measure the scheduler), and the bytes one step of one sub-env puts on the wire (counted by a
 :class:`~openenv_gym.bench.link_proxy.LinkProxy` between the vector env and the server).
 
 Example:
@@ -24,13 +26,16 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from openenv_gym.argument_types import positive_int
 from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
 
 #: SB3's AtariWrapper settings and a 4-frame stack, as our server's (envpool's) options,
@@ -198,38 +203,68 @@ def train(name: str, n_envs: int, timesteps: int, seed: int = 0) -> Row:
         venv.close()
 
 
-def _random_steps(envs: Any, n_envs: int, steps: int, n_actions: int) -> float:
+def tree_cpu_seconds() -> float | None:
+    """User + system CPU seconds of this process and every process below it (an embedded
+    server's workers) so far, from ``/proc``; ``None`` where there is no ``/proc``."""
+    from openenv_gym.bench.ray_cluster import descendants
+
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    try:
+        for pid in (os.getpid(), *descendants(os.getpid())):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended in between
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    except OSError:
+        return None
+    return total / ticks
+
+
+def _random_steps(envs: Any, n_envs: int, steps: int, n_actions: int) -> tuple[float, str]:
+    """Wall seconds of ``steps`` random steps, and a note with their CPU µs per sub-env step."""
     rng = np.random.default_rng(0)
     envs.reset()
+    cpu_start = tree_cpu_seconds()
     start = time.perf_counter()
     for _ in range(steps):
         envs.step(rng.integers(n_actions, size=n_envs))
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    cpu_end = tree_cpu_seconds()
+    if cpu_start is None or cpu_end is None:
+        return seconds, ""
+    return seconds, f"{(cpu_end - cpu_start) / (steps * n_envs) * 1e6:.0f} CPU µs/step"
 
 
-def env_only(n_envs: int, steps: int) -> list[Row]:
-    """Random-action steps/s of preprocessed Pong: ours (``gym.make_vec``) and envpool."""
+def env_only(n_envs: int, steps: int, pairs: int = 1) -> list[Row]:
+    """Random-action steps/s of preprocessed Pong: ours (``gym.make_vec``) then envpool,
+    ``pairs`` times in turn (the envpool row of each pair notes ours/envpool)."""
     import gymnasium as gym
 
     import openenv_gym  # noqa: F401  (registers the ids)
 
     rows = []
-    envs = gym.make_vec("openenv/Atari-v0", num_envs=n_envs, game="pong", **ATARI_OPTIONS)
-    try:
-        seconds = _random_steps(envs, n_envs, steps, 6)
-        rows.append(Row(f"env only, ours N={n_envs}", seconds, n_envs * steps / seconds))
-    finally:
-        envs.close()
-    try:
-        pool = envpool_make(n_envs, 0)
-    except ImportError as exc:
-        rows.append(Row(f"env only, envpool N={n_envs}", float("nan"), float("nan"), str(exc)))
-        return rows
-    try:
-        seconds = _random_steps(pool, n_envs, steps, 6)
-        rows.append(Row(f"env only, envpool N={n_envs}", seconds, n_envs * steps / seconds))
-    finally:
-        pool.close()
+    for _ in range(pairs):
+        envs = gym.make_vec("openenv/Atari-v0", num_envs=n_envs, game="pong", **ATARI_OPTIONS)
+        try:
+            seconds, cpu = _random_steps(envs, n_envs, steps, 6)
+        finally:
+            envs.close()
+        ours = n_envs * steps / seconds
+        rows.append(Row(f"env only, ours N={n_envs}", seconds, ours, cpu))
+        try:
+            pool = envpool_make(n_envs, 0)
+        except ImportError as exc:
+            rows.append(Row(f"env only, envpool N={n_envs}", float("nan"), float("nan"), str(exc)))
+            return rows
+        try:
+            seconds, cpu = _random_steps(pool, n_envs, steps, 6)
+        finally:
+            pool.close()
+        theirs = n_envs * steps / seconds
+        note = f"{cpu}; ours {ours / theirs:.2f}x" if cpu else f"ours {ours / theirs:.2f}x"
+        rows.append(Row(f"env only, envpool N={n_envs}", seconds, theirs, note))
     return rows
 
 
@@ -292,6 +327,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--contenders", nargs="*", default=list(CONTENDERS), choices=CONTENDERS, metavar="NAME"
     )
+    parser.add_argument(
+        "--env-pairs",
+        type=positive_int,
+        default=1,
+        help="env-only runs of ours then envpool, in turn",
+    )
     parser.add_argument("--no-train", action="store_true", help="only the env-only rows")
     args = parser.parse_args(argv)
     rows: list[Row] = []
@@ -302,10 +343,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ImportError as exc:
                 rows.append(Row(f"PPO {name}", float("nan"), float("nan"), f"skipped: {exc}"))
             print(render(rows[-1:]).splitlines()[-1], flush=True)
-    rows += env_only(args.n_envs, args.env_steps)
+    rows += env_only(args.n_envs, args.env_steps, args.env_pairs)
     rows += wire_bytes(args.n_envs, min(args.env_steps, 200))
     print(render(rows))
     return 0
 
 
-__all__ = ["ATARI_OPTIONS", "CONTENDERS", "PPO_SETTINGS", "Row", "env_only", "main", "train"]
+__all__ = [
+    "ATARI_OPTIONS",
+    "CONTENDERS",
+    "PPO_SETTINGS",
+    "Row",
+    "env_only",
+    "main",
+    "train",
+    "tree_cpu_seconds",
+]

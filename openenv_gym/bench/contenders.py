@@ -65,17 +65,31 @@ CONTENDERS: Final[tuple[Contender, ...]] = (
         True,
     ),
     Contender("official", "official client (gather)", remote.open_official),
-    Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.open_ours_env, True),
+    Contender("ours-env", "ours OpenEnvEnv (1 env)", remote.ours_env_opener(), True),
     Contender(
-        "ours-env-zstd", "ours OpenEnvEnv (1 env, zstd forced)", remote.open_ours_env_zstd, True
+        "ours-env-zstd",
+        "ours OpenEnvEnv (1 env, zstd forced)",
+        remote.ours_env_opener("zstd"),
+        True,
     ),
     Contender(
-        "ours-env-raw", "ours OpenEnvEnv (1 env, compression off)", remote.open_ours_env_raw, True
+        "ours-env-raw",
+        "ours OpenEnvEnv (1 env, compression off)",
+        remote.ours_env_opener("off"),
+        True,
     ),
-    Contender("ours-json", "ours vector (JSON)", remote.open_ours_json),
-    Contender("ours-binary", "ours vector (binary)", remote.open_ours_binary),
-    Contender("ours-zstd", "ours vector (binary, zstd forced)", remote.open_ours_zstd),
-    Contender("ours-raw", "ours vector (binary, compression off)", remote.open_ours_raw),
+    Contender("ours-json", "ours vector (JSON)", remote.ours_vector_opener("json")),
+    Contender("ours-binary", "ours vector (binary)", remote.ours_vector_opener("binary")),
+    Contender(
+        "ours-zstd",
+        "ours vector (binary, zstd forced)",
+        remote.ours_vector_opener("binary", "zstd"),
+    ),
+    Contender(
+        "ours-raw",
+        "ours vector (binary, compression off)",
+        remote.ours_vector_opener("binary", "off"),
+    ),
     Contender("ours-pool", "ours pool (batch_size=N)", pool_contenders.open_ours_pool),
     Contender(
         "learner-vector",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from types import TracebackType
 from typing import Final
 
 #: The loop each process runs: pure Python arithmetic until the parent is gone or time is up.
@@ -99,12 +98,7 @@ class CpuContention:
         for process in self._processes:
             process.wait()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -23,13 +23,13 @@ class EnvSpec:
 
     Attributes:
         name: Short name used in tables and ``--envs`` (``CartPole``, ``Pong``).
-        gym_id: The Gymnasium id for the raw / Sync / Async contenders.
-        make_kwargs: ``gymnasium.make`` keyword arguments.
         n_actions: Size of the Discrete action space (random actions are drawn from it).
+        official_action_field: The action field name on the wire (for the official client).
+        gym_id: The Gymnasium id for the raw / Sync / Async contenders (``""``: none).
+        make_kwargs: ``gymnasium.make`` keyword arguments.
         serve_args: ``openenv-gym serve ...`` arguments for our server.
         openenv_id: Our Gymnasium id for the same env served remotely.
         openenv_kwargs: Extra keyword arguments for our env / vector env.
-        official_action_field: The action field name on the wire (for the official client).
         envpool_id: The envpool task id.
         envpool_kwargs: ``envpool.make`` keyword arguments matching ``make_kwargs``.
         requires_module: A module the raw env and our server need (``ale_py``), or ``None``.
@@ -41,15 +41,15 @@ class EnvSpec:
     """
 
     name: str
-    gym_id: str
-    make_kwargs: dict[str, Any]
     n_actions: int
-    serve_args: tuple[str, ...]
-    openenv_id: str
-    openenv_kwargs: dict[str, Any]
-    official_action_field: str
-    envpool_id: str
-    envpool_kwargs: dict[str, Any]
+    official_action_field: str = "action"
+    gym_id: str = ""
+    make_kwargs: dict[str, Any] = field(default_factory=dict)
+    serve_args: tuple[str, ...] = ()
+    openenv_id: str = ""
+    openenv_kwargs: dict[str, Any] = field(default_factory=dict)
+    envpool_id: str = ""
+    envpool_kwargs: dict[str, Any] = field(default_factory=dict)
     requires_module: str | None = None
     raw_obs_bytes: int = 0
     server: Callable[[Settings], AbstractContextManager[str]] | None = None
@@ -68,14 +68,10 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
     "CartPole": EnvSpec(
         name="CartPole",
         gym_id="CartPole-v1",
-        make_kwargs={},
         n_actions=2,
         serve_args=("gymnasium", "--env-id", "CartPole-v1"),
         openenv_id="openenv/CartPole-v1",
-        openenv_kwargs={},
-        official_action_field="action",
         envpool_id="CartPole-v1",
-        envpool_kwargs={},
         raw_obs_bytes=4 * 4,  # four float32
     ),
     "Pong": EnvSpec(
@@ -117,15 +113,7 @@ ENV_SPECS: Final[dict[str, EnvSpec]] = {
     # An official-package server whose steps take a variable time: the pool's workload.
     "Variable": EnvSpec(
         name="Variable",
-        gym_id="",
-        make_kwargs={},
         n_actions=2,
-        serve_args=(),
-        openenv_id="",
-        openenv_kwargs={},
-        official_action_field="action",
-        envpool_id="",
-        envpool_kwargs={},
         requires_module="openenv",
         raw_obs_bytes=8,
         server=variable_time_server,

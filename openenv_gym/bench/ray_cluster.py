@@ -31,9 +31,18 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 RAY = str(Path(sys.executable).with_name("ray"))
+#: The ports of a node besides the head's GCS port: one free port each, no clash between nodes.
+_NODE_PORT_FLAGS: Final = (
+    "node-manager",
+    "object-manager",
+    "dashboard-agent-listen",
+    "dashboard-agent-grpc",
+    "runtime-env-agent",
+    "metrics-export",
+)
 
 
 def free_ports(count: int) -> list[int]:
@@ -158,22 +167,12 @@ class LocalRayCluster:
             "100000000",
             "--temp-dir",
             os.path.join(self.temp_dir, name),
-            "--node-manager-port",
-            str(ports[1]),
-            "--object-manager-port",
-            str(ports[2]),
-            "--dashboard-agent-listen-port",
-            str(ports[3]),
-            "--dashboard-agent-grpc-port",
-            str(ports[4]),
-            "--runtime-env-agent-port",
-            str(ports[5]),
-            "--metrics-export-port",
-            str(ports[6]),
             "--include-log-monitor",
             "false",
             "--disable-usage-stats",
         ]
+        for flag, port in zip(_NODE_PORT_FLAGS, ports[1:], strict=True):
+            command += [f"--{flag}-port", str(port)]
         if index == 0:
             self.port = ports[0]
             command += ["--head", "--port", str(self.port), "--include-dashboard", "false"]

@@ -152,30 +152,26 @@ def open_official_sync(context: Context, n: int) -> Driver:
     return official_sync_driver(urls[0], wire_action(context.spec.official_action_field))
 
 
-def open_ours_env(context: Context, n: int) -> Driver:
-    """Our single env (``gym.make("openenv/...", base_url=...)``), default encoding."""
-    return _ours_env(context)
+def _with_compression(kwargs: dict[str, Any], compression: str | None) -> dict[str, Any]:
+    return kwargs if compression is None else {**kwargs, "compression": compression}
 
 
-def open_ours_env_zstd(context: Context, n: int) -> Driver:
-    """``ours-env`` with ``compression="zstd"`` (its default ``"auto"`` measures)."""
-    return _ours_env(context, compression="zstd")
+def ours_env_opener(compression: str | None = None) -> Callable[[Context, int], Driver]:
+    """The opener of our single env (``gym.make("openenv/...", base_url=...)``), default
+    encoding, and, given, ``compression`` forced (``"zstd"`` or ``"off"``; else the default
+    ``"auto"``, which measures)."""
 
+    def open_ours_env(context: Context, n: int) -> Driver:
+        import openenv_gym  # noqa: F401  (registers the ids)
 
-def open_ours_env_raw(context: Context, n: int) -> Driver:
-    """``ours-env`` with ``compression="off"``."""
-    return _ours_env(context, compression="off")
+        urls = context.require_servers()
+        spec = context.spec
+        if spec.openenv_id not in gym.registry:
+            raise ContenderUnavailableError(f"{spec.openenv_id} is not registered in this install")
+        kwargs = _with_compression(spec.openenv_kwargs, compression)
+        return single_env_driver(gym.make(spec.openenv_id, base_url=urls[0], **kwargs))
 
-
-def _ours_env(context: Context, **kwargs: Any) -> Driver:
-    import openenv_gym  # noqa: F401  (registers the ids)
-
-    urls = context.require_servers()
-    spec = context.spec
-    if spec.openenv_id not in gym.registry:
-        raise ContenderUnavailableError(f"{spec.openenv_id} is not registered in this install")
-    env = gym.make(spec.openenv_id, base_url=urls[0], **{**spec.openenv_kwargs, **kwargs})
-    return single_env_driver(env)
+    return open_ours_env
 
 
 def ours_vector(
@@ -199,33 +195,18 @@ def ours_vector(
         raise
 
 
-def open_ours_json(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv`` over pooled sessions, plain OpenEnv JSON frames."""
-    spec = context.spec
-    urls = context.require_servers()
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "json", **spec.openenv_kwargs))
+def ours_vector_opener(
+    encoding: str, compression: str | None = None
+) -> Callable[[Context, int], Driver]:
+    """The opener of our ``OpenEnvVectorEnv`` over the context's servers with ``encoding``
+    (``"json"``: plain OpenEnv frames; ``"binary"``: binary observation frames where the server
+    agrees) and, given, ``compression`` forced (``"zstd"`` or ``"off"``; else the default
+    ``"auto"``, which measures raw and packed frames)."""
 
+    def open_ours_vector(context: Context, n: int) -> Driver:
+        spec = context.spec
+        kwargs = _with_compression(spec.openenv_kwargs, compression)
+        urls = context.require_servers()
+        return vector_env_driver(ours_vector(spec.openenv_id, n, urls, encoding, **kwargs))
 
-def open_ours_binary(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv`` with binary observation frames where the server agrees."""
-    spec = context.spec
-    urls = context.require_servers()
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **spec.openenv_kwargs))
-
-
-def open_ours_zstd(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv``, binary frames, compression forced on (``compression="zstd"``;
-    ``ours-binary`` runs the default ``"auto"``, which measures raw and packed frames)."""
-    return _ours_compressed(context, n, "zstd")
-
-
-def open_ours_raw(context: Context, n: int) -> Driver:
-    """Our ``OpenEnvVectorEnv``, binary frames, compression off (``compression="off"``)."""
-    return _ours_compressed(context, n, "off")
-
-
-def _ours_compressed(context: Context, n: int, compression: str) -> Driver:
-    spec = context.spec
-    urls = context.require_servers()
-    kwargs = {**spec.openenv_kwargs, "compression": compression}
-    return vector_env_driver(ours_vector(spec.openenv_id, n, urls, "binary", **kwargs))
+    return open_ours_vector

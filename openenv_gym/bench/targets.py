@@ -162,25 +162,18 @@ TARGETS: Final = (
         1,
         2.0,
     ),
-    Target(
-        "client CPU per step, CartPole N=16 <= 1/3 official client's",
-        "CartPole",
-        _OURS_VECTOR,
-        16,
-        "official",
-        16,
-        1 / 3,
-        CPU,
-    ),
-    Target(
-        "client CPU per step, Pong N=16 <= 1/3 official client's",
-        "Pong",
-        _OURS_VECTOR,
-        16,
-        "official",
-        16,
-        1 / 3,
-        CPU,
+    *(
+        Target(
+            f"client CPU per step, {env} N=16 <= 1/3 official client's",
+            env,
+            _OURS_VECTOR,
+            16,
+            "official",
+            16,
+            1 / 3,
+            CPU,
+        )
+        for env in ("CartPole", "Pong")
     ),
 )
 

@@ -94,26 +94,45 @@ class ServerEnvSpec:
         help: One line for ``openenv-gym serve --help``.
         description: The sub-command's ``--help`` description (the extra's hint is added).
         options: The server's own options (:class:`~openenv_gym.envs.options.ServerOptions`).
-        server: ``"package.module:function"`` building the
-            :class:`~openenv_gym.server.OpenEnvServer` from the options and the server
-            keywords (raising on bad options).
-        client: ``"package.module:function"``, the ``gym.make`` entry point of its ids.
         gym_ids: The Gymnasium ids registered for it.
-        image: Its Docker image.
         extra: The extra its server needs (``None``: none).
-        package: The package holding the server env (the image needs it in the source tree).
+        image_extra: The extra its Docker image installs (``None``: the base dependencies).
+
+    Each lives in ``openenv_gym.envs.<name>``, whose ``server.<name>_server`` builds the server
+    and ``client.make_<name>_env`` is the ``gym.make`` entry point; its image is built from
+    ``docker/<name>.Dockerfile``.
     """
 
     name: str
     help: str
     description: str
     options: ServerOptions
-    server: str
-    client: str
     gym_ids: tuple[GymId, ...]
-    image: ServerImage
     extra: str | None
-    package: str
+    image_extra: str | None
+
+    @property
+    def package(self) -> str:
+        """The package holding the server env (the image needs it in the source tree)."""
+        return f"openenv_gym.envs.{self.name}"
+
+    @property
+    def server(self) -> str:
+        """``"package.module:function"`` building the :class:`~openenv_gym.server.OpenEnvServer`
+        from the options and the server keywords (raising on bad options)."""
+        return f"{self.package}.server:{self.name}_server"
+
+    @property
+    def client(self) -> str:
+        """``"package.module:function"``, the ``gym.make`` entry point of its ids."""
+        return f"{self.package}.client:make_{self.name}_env"
+
+    @property
+    def image(self) -> ServerImage:
+        """Its Docker image."""
+        return ServerImage(
+            f"docker/{self.name}.Dockerfile", f"openenv-gym/{self.name}:latest", self.image_extra
+        )
 
     @property
     def serve_description(self) -> str:
@@ -145,8 +164,6 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             "MultiBinary.\nAn id another package registers is served as module:Id, which "
             "imports the module\nfirst: openenv-gym serve gymnasium --env-id ale_py:ALE/Pong-v5",
             options=GYMNASIUM_OPTIONS,
-            server="openenv_gym.envs.gymnasium.server:gymnasium_server",
-            client="openenv_gym.envs.gymnasium.client:make_gymnasium_env",
             gym_ids=(
                 *(
                     GymId(
@@ -162,11 +179,8 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
                 GymId(f"{NAMESPACE}/Gymnasium-v0"),
             ),
             # pygame: the classic-control envs render rgb_array frames remotely.
-            image=ServerImage(
-                "docker/gymnasium.Dockerfile", "openenv-gym/gymnasium:latest", "render"
-            ),
+            image_extra="render",
             extra=None,
-            package="openenv_gym.envs.gymnasium",
         ),
         ServerEnvSpec(
             name="atari",
@@ -178,12 +192,9 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             "any one given\nturns the preprocessing on, the unset ones taking envpool's "
             "default [in brackets].",
             options=ATARI_OPTIONS,
-            server="openenv_gym.envs.atari.server:atari_server",
-            client="openenv_gym.envs.atari.client:make_atari_env",
             gym_ids=(GymId(f"{NAMESPACE}/Atari-v0"),),
-            image=ServerImage("docker/atari.Dockerfile", "openenv-gym/atari:latest", "atari"),
+            image_extra="atari",
             extra="atari",
-            package="openenv_gym.envs.atari",
         ),
         ServerEnvSpec(
             name="chess",
@@ -192,12 +203,9 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             "material = 2-ply\nmaterial search, uci = an engine on PATH), one game per "
             "WebSocket session, with\nthe official OpenEnv chess schema.",
             options=CHESS_OPTIONS,
-            server="openenv_gym.envs.chess.server:chess_server",
-            client="openenv_gym.envs.chess.client:make_chess_env",
             gym_ids=(GymId(f"{NAMESPACE}/Chess-v0"),),
-            image=ServerImage("docker/chess.Dockerfile", "openenv-gym/chess:latest", "chess"),
+            image_extra="chess",
             extra="chess",
-            package="openenv_gym.envs.chess",
         ),
     )
 }

@@ -191,7 +191,13 @@ def _unbatch_infos(batched: dict[str, Any], num_envs: int) -> list[dict[str, Any
             continue
         if mask is None:
             continue
-        for i in np.flatnonzero(mask).tolist():
+        rows = range(num_envs) if mask.all() else np.flatnonzero(mask).tolist()
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype != object:
+            items = value.tolist()  # each value's .item(), in one call (a column of numbers)
+            for i in rows:
+                out[i][key] = items[i]
+            continue
+        for i in rows:
             item = value[i]
             out[i][key] = item.item() if isinstance(item, np.generic) else item
     return out

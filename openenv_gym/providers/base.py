@@ -8,7 +8,8 @@ and so do garbage collection and interpreter exit. A URL the user gives is wrapp
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class ServerProvider(ABC):
@@ -37,16 +38,20 @@ class ServerProvider(ABC):
         """Whether :meth:`stop` ends a server (True) or only forgets a URL (False)."""
         return True
 
+    @contextmanager
+    def _stop_on_failure(self) -> Iterator[None]:
+        """Around the last part of :meth:`start`: stop what it began if that part fails."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
+
     def __enter__(self) -> ServerProvider:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -302,11 +302,8 @@ class DockerProvider(ServerProvider):
         self._finalizer = weakref.finalize(
             self, _remove_container, client, container.id, os.getpid()
         )
-        try:
+        with self._stop_on_failure():
             self._base_url = self._wait_until_ready(container)
-        except BaseException:
-            self.stop()
-            raise
         return self._base_url
 
     def _ensure_image(self, client: Any) -> None:

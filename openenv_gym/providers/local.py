@@ -173,11 +173,8 @@ class LocalServerProcess(ServerProvider):
             name=f"openenv-gym-server-log-{process.pid}",
             daemon=True,
         ).start()
-        try:
+        with self._stop_on_failure():
             self._base_url = self._wait_until_ready(process)
-        except BaseException:
-            self.stop()
-            raise
         return self._base_url
 
     def _read_output(self, stream: IO[str] | None) -> None:

@@ -36,6 +36,7 @@ from openenv_gym.wire.batch import (
     parse_batch_open,
     parse_batch_step,
 )
+from openenv_gym.wire.client_frames import ClientMessageError
 from openenv_gym.wire.compressed import (
     ZSTD,
     FrameCompressor,
@@ -44,7 +45,6 @@ from openenv_gym.wire.compressed import (
     refuse_unagreed,
 )
 from openenv_gym.wire.messages import (
-    ClientMessageError,
     ErrorCode,
     MessageType,
     encode_json,
@@ -109,10 +109,7 @@ class BatchHandler:
                 states = [manager.answer(s, MessageType.STATE, {}) for s in sessions]
                 frame, text = _states(states), True
             else:
-                raise ClientMessageError(
-                    ErrorCode.VALIDATION_ERROR,
-                    f"Invalid message: {BATCH_OPEN!r} was already received",
-                )
+                raise ClientMessageError.invalid(f"{BATCH_OPEN!r} was already received")
         except ClientMessageError as exc:
             frame, text = encode_json(exc.reply()), True
         self.connection.send(frame, text=text)
@@ -122,10 +119,8 @@ class BatchHandler:
         try:
             kind, data = _parse(manager, message)
             if kind != BATCH_OPEN:
-                raise ClientMessageError(
-                    ErrorCode.VALIDATION_ERROR,
-                    "Invalid message: the first frame of a batch connection must be "
-                    f"{BATCH_OPEN!r}",
+                raise ClientMessageError.invalid(
+                    f"the first frame of a batch connection must be {BATCH_OPEN!r}"
                 )
             count, self.truncated_key = parse_batch_open(data, manager.budget.limit)
         except ClientMessageError as exc:

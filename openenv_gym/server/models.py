@@ -22,6 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The official models' settings: unknown fields refused, assignments validated.
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+
 
 class Action(BaseModel):
     """Base class for all environment actions.
@@ -30,11 +33,7 @@ class Action(BaseModel):
     Uses Pydantic for automatic validation and serialization.
     """
 
-    model_config = ConfigDict(
-        extra="forbid",
-        validate_assignment=True,
-        arbitrary_types_allowed=True,
-    )
+    model_config = _STRICT
 
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Additional metadata for the action"
@@ -48,11 +47,7 @@ class Observation(BaseModel):
     Uses Pydantic for automatic validation and serialization.
     """
 
-    model_config = ConfigDict(
-        extra="forbid",
-        validate_assignment=True,
-        arbitrary_types_allowed=True,
-    )
+    model_config = _STRICT
 
     done: bool = Field(default=False, description="Whether the episode has terminated")
     reward: bool | int | float | None = Field(

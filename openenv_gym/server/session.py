@@ -63,16 +63,15 @@ from openenv_gym.server.fault_replies import (
     validation_error_reply,
 )
 from openenv_gym.server.step_cost import StepCost
+from openenv_gym.wire.client_frames import ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import check_compress_flag
 from openenv_gym.wire.encoding import Encoding, encoding_of
 from openenv_gym.wire.messages import (
-    ClientMessageError,
     ErrorCode,
     MessageType,
     encode_json,
     error_message,
     observation_message,
-    parse_client_message,
     printable,
     state_reply_message,
 )

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 from openenv_gym.server.app import OpenEnvServer, format_url
+
+T = TypeVar("T")
 
 
 class ServerThread:
@@ -56,9 +58,7 @@ class ServerThread:
         Raises:
             RuntimeError: The thread is not started.
         """
-        if self._port is None:
-            raise RuntimeError("the server thread is not started; call start() first")
-        return self._port
+        return _started(self._port)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -67,9 +67,7 @@ class ServerThread:
         Raises:
             RuntimeError: The thread is not started.
         """
-        if self._loop is None:
-            raise RuntimeError("the server thread is not started; call start() first")
-        return self._loop
+        return _started(self._loop)
 
     @property
     def url(self) -> str:
@@ -138,6 +136,13 @@ class ServerThread:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _started(value: T | None) -> T:
+    """``value``, set once the thread has started (``RuntimeError`` before)."""
+    if value is None:
+        raise RuntimeError("the server thread is not started; call start() first")
+    return value
 
 
 __all__ = ["ServerThread"]

@@ -62,16 +62,13 @@ import pydantic_core
 
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import encode_frame, load_frame
+from openenv_gym.wire.client_frames import ClientMessage, ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import ZSTD
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
-    ClientMessage,
-    ClientMessageError,
-    ErrorCode,
     MessageType,
     ObservationReply,
     error_from_data,
-    parse_client_message,
     parse_server_object,
 )
 from openenv_gym.wire.shared_memory import (
@@ -368,16 +365,12 @@ def parse_batch_open(data: Mapping[str, Any], max_sessions: int) -> tuple[int, s
     """
     count = data.get("sessions")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= max_sessions:
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: {BATCH_OPEN} needs 'sessions' in 1..{max_sessions}, got {count!r}",
+        raise ClientMessageError.invalid(
+            f"{BATCH_OPEN} needs 'sessions' in 1..{max_sessions}, got {count!r}"
         )
     key = data.get("truncated_key")
     if key is not None and not isinstance(key, str):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: 'truncated_key' must be a string or null, got {key!r}",
-        )
+        raise ClientMessageError.invalid(f"'truncated_key' must be a string or null, got {key!r}")
     return count, key
 
 
@@ -392,9 +385,8 @@ def parse_batch_step(
     ops = data.get("ops")
     if not isinstance(ops, list) or len(ops) != sessions:
         got = len(ops) if isinstance(ops, list) else repr(ops)[:50]
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: {BATCH_STEP} needs 'ops', one per session ({sessions}), got {got}",
+        raise ClientMessageError.invalid(
+            f"{BATCH_STEP} needs 'ops', one per session ({sessions}), got {got}"
         )
     for k, op in enumerate(ops):
         if op is None or (type(op) is dict and len(op) == 1 and type(op.get("step")) is dict):
@@ -404,16 +396,14 @@ def parse_batch_step(
             and len(op.keys() & {"step", "reset"}) == 1
             and isinstance(op.get("step", op.get("reset")), dict)
         ):
-            raise ClientMessageError(
-                ErrorCode.VALIDATION_ERROR,
-                f"Invalid message: op {k} must be {{'step': {{...}}}}, {{'reset': {{...}}}} "
-                f"or null, got {str(op)[:100]}",
+            raise ClientMessageError.invalid(
+                f"op {k} must be {{'step': {{...}}}}, {{'reset': {{...}}}} "
+                f"or null, got {str(op)[:100]}"
             )
     reset = data.get("same_step_reset")
     if reset is not None and not isinstance(reset, dict):
-        raise ClientMessageError(
-            ErrorCode.VALIDATION_ERROR,
-            f"Invalid message: 'same_step_reset' must be an object or null, got {reset!r}",
+        raise ClientMessageError.invalid(
+            f"'same_step_reset' must be an object or null, got {reset!r}"
         )
     return ops, reset
 

@@ -11,15 +11,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import WrapperConfigError
 
-__all__ = ["check_scalar_field", "read_field"]
+T = TypeVar("T")
+
+__all__ = ["check_instances", "check_scalar_field", "read_field"]
 
 
 def read_field(value: Any, key: str | int, where: str) -> Any:
@@ -67,3 +69,17 @@ def check_scalar_field(space: spaces.Space[Any], key: str | int, path: str) -> N
             f"{path}: index {key} is out of range for an observation of {size} value(s)",
             path=path,
         )
+
+
+def check_instances(items: Sequence[T], kind: type[Any], name: str, expected: str) -> list[T]:
+    """``items`` as a list, each a ``kind``; else :class:`WrapperConfigError` at ``name[i]``.
+
+    ``expected`` names what fits (``"Scale, Clip or a subclass"``).
+    """
+    for index, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise WrapperConfigError(
+                f"{name}[{index}] is {item!r}, expected a {kind.__name__} ({expected})",
+                path=f"{name}[{index}]",
+            )
+    return list(items)

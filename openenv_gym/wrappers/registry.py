@@ -146,48 +146,51 @@ class WrapperSpec(BaseModel):
 
 
 class _GymnasiumSpec(WrapperSpec):
-    """A Gymnasium wrapper: ``single`` (and ``vector``) classes take the spec's options."""
+    """A Gymnasium wrapper of the ``type``'s name (or ``single``): it takes the spec's options;
+    with ``vector``, ``gymnasium.wrappers.vector`` has a class of the same name."""
 
-    single: ClassVar[str]
-    vector: ClassVar[str | None] = None
+    single: ClassVar[str | None] = None
+    vector: ClassVar[bool] = False
 
     def _options(self) -> dict[str, Any]:
         return self.model_dump(exclude={"type"})
 
+    @property
+    def _name(self) -> str:
+        return self.single or self.type
+
     def wrap(self, env: gym.Env[Any, Any], context: BuildContext) -> gym.Env[Any, Any]:
-        wrapper = getattr(gym.wrappers, self.single)
+        wrapper = getattr(gym.wrappers, self._name)
         try:
             return wrapper(env, **self._options())
         except (AssertionError, ValueError, TypeError, gym.error.Error) as exc:
             raise WrapperConfigError(
-                f"{context.path}: {self.single}({self._options()}) failed on {env}: {exc}",
+                f"{context.path}: {self._name}({self._options()}) failed on {env}: {exc}",
                 path=context.path,
             ) from exc
 
     def has_vector_form(self, autoreset_mode: AutoresetName) -> bool:
-        return self.vector is not None
+        return self.vector
 
     def wrap_vector(self, env: VectorEnv, context: BuildContext) -> VectorEnv:
-        wrapper = getattr(gym.wrappers.vector, str(self.vector))
+        wrapper = getattr(gym.wrappers.vector, self._name)
         return wrapper(env, **self._options())
 
 
 class TimeLimitSpec(_GymnasiumSpec):
     type: Literal["TimeLimit"]
-    single: ClassVar[str] = "TimeLimit"
     max_episode_steps: PositiveInt
 
 
 class FrameStackSpec(_GymnasiumSpec):
     type: Literal["FrameStackObservation", "FrameStack"]
-    single: ClassVar[str] = "FrameStackObservation"
+    single: ClassVar[str | None] = "FrameStackObservation"
     stack_size: PositiveInt
     padding_type: Literal["reset", "zero"] = "reset"
 
 
 class AtariPreprocessingSpec(_GymnasiumSpec):
     type: Literal["AtariPreprocessing"]
-    single: ClassVar[str] = "AtariPreprocessing"
     noop_max: NonNegativeInt = 30
     frame_skip: PositiveInt = 4
     screen_size: PositiveInt = 84
@@ -199,35 +202,30 @@ class AtariPreprocessingSpec(_GymnasiumSpec):
 
 class EpisodeStatisticsSpec(_GymnasiumSpec):
     type: Literal["RecordEpisodeStatistics"]
-    single: ClassVar[str] = "RecordEpisodeStatistics"
-    vector: ClassVar[str | None] = "RecordEpisodeStatistics"
+    vector: ClassVar[bool] = True
     buffer_length: PositiveInt = 100
 
 
 class ClipActionSpec(_GymnasiumSpec):
     type: Literal["ClipAction"]
-    single: ClassVar[str] = "ClipAction"
-    vector: ClassVar[str | None] = "ClipAction"
+    vector: ClassVar[bool] = True
 
 
 class RescaleActionSpec(_GymnasiumSpec):
     type: Literal["RescaleAction"]
-    single: ClassVar[str] = "RescaleAction"
-    vector: ClassVar[str | None] = "RescaleAction"
+    vector: ClassVar[bool] = True
     min_action: Numbers
     max_action: Numbers
 
 
 class FlattenObservationSpec(_GymnasiumSpec):
     type: Literal["FlattenObservation"]
-    single: ClassVar[str] = "FlattenObservation"
-    vector: ClassVar[str | None] = "FlattenObservation"
+    vector: ClassVar[bool] = True
 
 
 class ClipRewardSpec(_GymnasiumSpec):
     type: Literal["ClipReward"]
-    single: ClassVar[str] = "ClipReward"
-    vector: ClassVar[str | None] = "ClipReward"
+    vector: ClassVar[bool] = True
     min_reward: Number | None = None
     max_reward: Number | None = None
 

@@ -58,7 +58,7 @@ from pydantic import (
 from openenv_gym.config_files import load_config, validate
 from openenv_gym.errors import WrapperConfigError
 from openenv_gym.wrappers.episodes import EpisodeTracker
-from openenv_gym.wrappers.fields import check_scalar_field, read_field
+from openenv_gym.wrappers.fields import check_instances, check_scalar_field, read_field
 
 RAW_REWARD_KEY: Final = "raw_reward"
 
@@ -202,14 +202,8 @@ class RewardShaper:
     """
 
     def __init__(self, terms: Sequence[RewardTerm]) -> None:
-        for index, term in enumerate(terms):
-            if not isinstance(term, RewardTerm):
-                raise WrapperConfigError(
-                    f"terms[{index}] is {term!r}, expected a RewardTerm "
-                    "(Scale, Clip, Offset, PotentialShaping, FieldBonus, or a subclass)",
-                    path=f"terms[{index}]",
-                )
-        self.terms = tuple(terms)
+        expected = "Scale, Clip, Offset, PotentialShaping, FieldBonus, or a subclass"
+        self.terms = tuple(check_instances(terms, RewardTerm, "terms", expected))
 
     def __call__(self, reward: float, transition: Transition) -> float:
         for term in self.terms:

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
 from openenv_gym.errors import WrapperConfigError
 from openenv_gym.wrappers.episodes import EpisodeTracker, autoreset_mode_of, index_observation
-from openenv_gym.wrappers.fields import check_scalar_field, read_field
+from openenv_gym.wrappers.fields import check_instances, check_scalar_field, read_field
 from openenv_gym.wrappers.shaping import FieldKey, Number
 
 __all__ = [
@@ -160,14 +160,10 @@ class NoRewardFor(Condition):
 def _checked(
     conditions: Sequence[Condition], observation_space: spaces.Space[Any]
 ) -> list[Condition]:
-    out = []
-    for index, condition in enumerate(conditions):
-        if not isinstance(condition, Condition):
-            raise WrapperConfigError(
-                f"conditions[{index}] is {condition!r}, expected a Condition "
-                "(FieldBound, NoRewardFor or a subclass)",
-                path=f"conditions[{index}]",
-            )
+    out = check_instances(
+        conditions, Condition, "conditions", "FieldBound, NoRewardFor or a subclass"
+    )
+    for index, condition in enumerate(out):
         if condition.outcome not in ("terminated", "truncated"):
             raise WrapperConfigError(
                 f"conditions[{index}].outcome must be 'terminated' or 'truncated', got "
@@ -175,7 +171,6 @@ def _checked(
                 path=f"conditions[{index}].outcome",
             )
         condition.check_space(observation_space, f"conditions[{index}]")
-        out.append(condition)
     if not out:
         raise WrapperConfigError("give at least one condition", path="conditions")
     return out

@@ -75,6 +75,52 @@ def test_one_option_turns_on_envpool_defaults() -> None:
 
 
 @pytest.mark.parametrize(
+    ("gray_scale", "size"), [(False, (210, 160)), (False, (50, 60)), (True, (210, 160))]
+)
+def test_colour_and_full_size_frames_are_the_pooled_screens_stacked(
+    gray_scale: bool, size: tuple[int, int]
+) -> None:
+    """The paths the equality runs do not take (colour, no resize) against the emulator's
+    own screens: each step's newest frame is the max of its last two frames, resized, channel
+    first, behind the previous steps' frames (the pipeline reuses its buffers every step)."""
+    import cv2
+
+    def processed(screen: np.ndarray) -> np.ndarray:
+        if size != (210, 160):
+            screen = cv2.resize(screen, size[::-1], interpolation=cv2.INTER_AREA)
+        return screen.reshape(1, *size) if gray_scale else screen.transpose(2, 0, 1)
+
+    env = AtariEnvironment(
+        "breakout",
+        gray_scale=gray_scale,
+        img_height=size[0],
+        img_width=size[1],
+        stack_num=3,
+        noop_max=0,
+        use_fire_reset=False,
+        repeat_action_probability=0,
+    )
+    twin = ale_py.env.AtariEnv("breakout", frameskip=1, repeat_action_probability=0.0)
+    grab = twin.ale.getScreenGrayscale if gray_scale else twin.ale.getScreenRGB
+    try:
+        got = np.asarray(env.reset(seed=3).screen).reshape(env.shape)
+        twin.reset(seed=3)
+        stack = [processed(grab())] * 3
+        np.testing.assert_array_equal(got, np.concatenate(stack))
+        for action in actions(4, 25, seed=1):
+            screens = []
+            for _ in range(4):
+                twin.step(action)
+                screens.append(grab())
+            stack = [*stack[1:], processed(np.maximum(screens[-2], screens[-1]))]
+            got = np.asarray(env.step(env.action_model(action_id=action)).screen)
+            np.testing.assert_array_equal(got.reshape(env.shape), np.concatenate(stack))
+    finally:
+        env.close()
+        twin.close()
+
+
+@pytest.mark.parametrize(
     ("options", "match"),
     [
         ({"stack_num": 0}, "stack_num to be an integer >= 1, got 0"),

@@ -172,3 +172,36 @@ def test_ppo_learns_a_little_on_remote_cartpole(cartpole_url: str) -> None:
         assert len(info) > 0  # VecMonitor episodes reached SB3's logger
     finally:
         vec.close()
+
+
+def test_unbatched_infos_are_the_sub_envs_infos() -> None:
+    """Gymnasium's batched infos (as ``VectorEnv._add_info`` merges them) back to one dict per
+    sub-env: numbers as Python scalars, arrays and objects as they were, keys only where a
+    sub-env had them, nested dicts unbatched too."""
+    from openenv_gym.integrations.sb3 import _unbatch_infos
+
+    rows: list[dict[str, Any]] = [
+        {"lives": 3, "raw_reward": 1.5, "over": False, "name": "pong", "legal": [0, 1]},
+        {"lives": 2, "raw_reward": -1.0, "over": True, "name": "pong", "legal": [0, 1, 2]},
+        {"lives": 0, "raw_reward": 0.0, "over": False, "name": "breakout", "legal": []},
+    ]
+    rows[0]["ram"] = np.arange(4, dtype=np.uint8)
+    rows[2]["ram"] = np.arange(4, 8, dtype=np.uint8)
+    rows[1]["only_here"] = 7
+    rows[2]["nested"] = {"depth": 2, "tag": "x"}
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
+    try:
+        batched: dict[str, Any] = {}
+        for i, row in enumerate(rows):
+            batched = envs._add_info(batched, row, i)
+    finally:
+        envs.close()
+    unbatched = _unbatch_infos(batched, 3)
+    assert [sorted(info) for info in unbatched] == [sorted(row) for row in rows]
+    for info, row in zip(unbatched, rows, strict=True):
+        for key, value in row.items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(info[key], value)
+            else:
+                assert info[key] == value
+                assert type(info[key]) is type(value), key

@@ -19,6 +19,7 @@ from openenv_gym.errors import (
 )
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result, parse_batch_result
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_frame, load_frame
+from openenv_gym.wire.client_frames import ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import (
     BINARY_ZSTD_SUBPROTOCOL,
     COMPRESS_KEY,
@@ -47,13 +48,7 @@ from openenv_gym.wire.encoding import (
     encoding_of,
     resolve_encoding,
 )
-from openenv_gym.wire.messages import (
-    ClientMessageError,
-    ErrorCode,
-    ObservationReply,
-    observation_message,
-    parse_client_message,
-)
+from openenv_gym.wire.messages import ErrorCode, ObservationReply, observation_message
 
 LIMIT = 1024 * 1024
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
+from openenv_gym.wire.client_frames import ClientMessageError, parse_client_message
 from openenv_gym.wire.messages import (
-    ClientMessageError,
     ErrorCode,
     ObservationReply,
     StateReply,
@@ -18,7 +18,6 @@ from openenv_gym.wire.messages import (
     error_message,
     http_to_ws_url,
     observation_message,
-    parse_client_message,
     parse_server_message,
     reset_message,
     state_message,
