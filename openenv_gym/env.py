@@ -52,6 +52,7 @@ from openenv_gym.client import (
     get_json,
     open_session,
     resolve_token,
+    with_server_shape,
 )
 from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
 from openenv_gym.errors import (
@@ -246,6 +247,12 @@ class OpenEnvEnv(gym.Env[Any, Any]):
             found = self._mapper().find_schemas(action_model, observation_model, self._adapt_schema)
             #: Where the action and observation schemas came from (``.describe()``).
             self.space_sources = found.sources
+            self._connect_options = with_server_shape(
+                self._session,
+                self._connect_options,
+                step_body=found.sources.step_body,
+                form=found.form,
+            )
             schema = found.schema
             self._action_codec, self._observation_codec = self._build_codecs(schema)
             self.action_space = self._action_codec.space

@@ -34,14 +34,15 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.client import Session, fetch_schema, get_json
 from openenv_gym.client.mcp_tools import fetch_tools
-from openenv_gym.errors import NotAnOpenEnvServerError, SpaceMappingError
+from openenv_gym.client.options import HTTP_FORM
+from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError, SpaceMappingError
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
 from openenv_gym.spaces.catalog import UNSIZED, match_profile
 from openenv_gym.spaces.inference import (
@@ -160,6 +161,10 @@ def options_source(options: Mapping[str, Any]) -> dict[str, list[str]]:
     return out
 
 
+#: Where a first-release server (``openenv-core`` 0.1) with its web interface says its name.
+FIRST_RELEASE_METADATA_PATH: Final = "/web/metadata"
+
+
 @dataclass(frozen=True)
 class SpaceMapper:
     """Builds the codecs of one server; see the module docstring.
@@ -227,7 +232,11 @@ class SpaceMapper:
                 raise
             if schema is None and openapi is None:
                 self._require_health(tried)
-            metadata = self._optional_json(METADATA_PATH, [])
+            # The name: GET /metadata, else the first release's web interface (openenv-core
+            # 0.1 with ENABLE_WEB_INTERFACE) at GET /web/metadata.
+            metadata = self._optional_json(METADATA_PATH, []) or self._optional_json(
+                FIRST_RELEASE_METADATA_PATH, []
+            )
             name = metadata.get("name") if isinstance(metadata, dict) else None
             found = find_schemas(  # raises again, naming the server's own models
                 schema=schema,
@@ -237,8 +246,20 @@ class SpaceMapper:
                 call=f"gym.make('openenv/Remote-v0', base_url={self.base_url!r}, {{kwargs}})",
                 env_name=name if isinstance(name, str) else None,
             )
+        if schema is None and self._first_release_web():
+            found = replace(found, form=HTTP_FORM)
         log_sources(self.base_url, found.sources)
         return found
+
+    def _first_release_web(self) -> bool:
+        """Whether the server is a first release's (``openenv-core`` 0.1) with its web
+        interface (``GET /web/metadata`` answers): its ``/ws`` is the web page's, not
+        OpenEnv's. Asked only of servers without ``/schema``; a failure to ask is a no (the
+        session then reports the server's own error)."""
+        try:
+            return isinstance(self._optional_json(FIRST_RELEASE_METADATA_PATH, []), dict)
+        except ServerConnectionError:
+            return False
 
     def _require_health(self, tried: list[str]) -> None:
         """Raise when nothing at the URL looks like an env server: no ``/schema``, no

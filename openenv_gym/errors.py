@@ -16,70 +16,9 @@ Example:
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
-
-class _ErrorClass(type):
-    """The type of our error classes: calling one with an instance of itself returns it.
-
-    Gymnasium's ``AsyncVectorEnv`` re-raises a worker's error in the parent as
-    ``raise exctype(value)``, ``value`` being the unpickled error; our constructors take
-    keyword-only attributes, so that call would fail with a ``TypeError`` instead of
-    raising the server's error.
-    """
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and type(args[0]) is cls:
-            return args[0]
-        return super().__call__(*args, **kwargs)
-
-
-def _rebuilt(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    """An error of class ``cls`` with ``args`` and the attributes ``state``, no ``__init__``."""
-    error = cls.__new__(cls, *args)
-    error.args = args
-    for name, value in state.items():
-        setattr(error, name, value)
-    return error
-
-
-def _travels(value: Any) -> bool:
-    try:
-        pickle.dumps(value)
-    except Exception:
-        return False
-    return True
-
-
-class PicklableError(Exception, metaclass=_ErrorClass):
-    """An exception that pickles whole: the base of :class:`OpenEnvGymError` and of the
-    package's internal exceptions.
-
-    It unpickles to the same class, message (``args``) and attributes, keyword-only ones
-    included, with its ``__cause__`` when that pickles too; an attribute that cannot pickle
-    (a live process, a socket) travels as its ``repr``. Gymnasium's ``AsyncVectorEnv`` sends
-    a worker's error to the parent through a pickling queue: an error that did not pickle
-    never arrived, and the parent waited for it forever.
-
-    Example:
-        >>> import pickle
-        >>> err = ServerReplyError("full", code="CAPACITY_REACHED", url="ws://127.0.0.1:1/ws")
-        >>> back = pickle.loads(pickle.dumps(err))
-        >>> type(back).__name__, str(back), back.code, back.url
-        ('ServerReplyError', 'full', 'CAPACITY_REACHED', 'ws://127.0.0.1:1/ws')
-        >>> ServerReplyError(back) is back  # what AsyncVectorEnv's ``exctype(value)`` does
-        True
-    """
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        state = dict(self.__dict__)
-        if isinstance(self, ImportError):  # name and path live outside __dict__
-            state.update(name=self.name, path=self.path)
-        state = {k: v if _travels(v) else repr(v) for k, v in state.items()}
-        if self.__cause__ is not None and _travels(self.__cause__):
-            state["__cause__"] = self.__cause__
-        return (_rebuilt, (type(self), self.args, state))
+from openenv_gym.picklable_error import PicklableError
 
 
 class OpenEnvGymError(PicklableError):
@@ -288,30 +227,6 @@ class ServerStartError(OpenEnvGymError, RuntimeError):
         self.log = log
 
 
-__all__ = [
-    "ActionMaskUnavailableError",
-    "ActionOutOfSpaceError",
-    "CapacityReachedError",
-    "CodecError",
-    "ConnectionLostError",
-    "EnvNotPicklableError",
-    "NotAnOpenEnvServerError",
-    "ObservationMismatchError",
-    "OpenEnvGymError",
-    "PicklableError",
-    "ProtocolError",
-    "ReplyTimeoutError",
-    "ServerConnectionError",
-    "ServerMismatchError",
-    "ServerReplyError",
-    "ServerStartError",
-    "SessionClosedError",
-    "SpaceMappingError",
-    "UnsupportedRenderModeError",
-]
-__all__ += ["NoWebSocketEndpointError"]
-
-
 # --------------------------------------------------------------------------- atari, chess, binary
 
 
@@ -343,17 +258,6 @@ class UCIEngineNotFoundError(EnvConfigError):
 
 class IllegalMoveError(ActionOutOfSpaceError):
     """A chess move is not legal in the current position (answered ``VALIDATION_ERROR``)."""
-
-
-__all__ += [
-    "BinaryEncodingRefusedError",
-    "CompressedFrameError",
-    "EnvConfigError",
-    "IllegalMoveError",
-    "UCIEngineNotFoundError",
-    "UnknownCompressionError",
-    "UnknownEncodingError",
-]
 
 
 # --------------------------------------------------------------------------- vectorization
@@ -405,14 +309,6 @@ class RenderModeUnavailableError(UnsupportedRenderModeError, TypeError):
     """
 
 
-__all__ += [
-    "InsufficientCapacityError",
-    "RenderModeUnavailableError",
-    "SubEnvError",
-    "VectorUsageError",
-]
-
-
 # --------------------------------------------------------------------------- docker, auth
 
 
@@ -430,14 +326,6 @@ class ImageBuildError(OpenEnvGymError, RuntimeError):
 
 class AuthenticationError(ServerConnectionError, PermissionError):
     """The server refused the bearer token (missing or wrong)."""
-
-
-__all__ += [
-    "AuthenticationError",
-    "DockerUnavailableError",
-    "ImageBuildError",
-    "ImageNotFoundError",
-]
 
 
 # --------------------------------------------------------------------------- wrappers
@@ -467,14 +355,6 @@ class HubPushError(OpenEnvGymError, RuntimeError):
     """Pushing a trajectory dataset to the Hugging Face Hub failed (offline, no token, ...)."""
 
 
-__all__ += [
-    "HubPushError",
-    "NormalizationStatsError",
-    "TrajectoryFormatError",
-    "WrapperConfigError",
-]
-
-
 # --------------------------------------------------------------------------- server reliability
 
 
@@ -484,9 +364,6 @@ class ServerWorkerError(OpenEnvGymError, RuntimeError):
 
 class InsecureBindError(OpenEnvGymError, ValueError):
     """A server was asked to listen beyond loopback without a token (or with an empty one)."""
-
-
-__all__ += ["InsecureBindError", "ServerWorkerError"]
 
 
 # --------------------------------------------------------------------------- packaging
@@ -509,9 +386,6 @@ class MissingExtraError(OpenEnvGymError, ImportError):
         self.extra = extra
 
 
-__all__ += ["MissingExtraError"]
-
-
 # --------------------------------------------------------------------------- ray fleet
 
 
@@ -521,9 +395,6 @@ class RayUnavailableError(ServerStartError):
 
 class FleetConfigError(OpenEnvGymError, ValueError):
     """A fleet (where a vector env's servers run) was configured wrongly."""
-
-
-__all__ += ["FleetConfigError", "RayUnavailableError"]
 
 
 # --------------------------------------------------------------------------- benchmark links
@@ -537,18 +408,12 @@ class LinkProxyError(OpenEnvGymError, RuntimeError):
     """The link-emulating proxy of the benchmark suite could not start or reach its target."""
 
 
-__all__ += ["LinkProfileError", "LinkProxyError"]
-
-__all__ += ["PoolUsageError"]
-
 # --------------------------------------------------------------------------- serving
 
 
 class PortInUseError(ServerStartError):
     """``openenv-gym serve`` cannot bind: another process listens on the host and port."""
 
-
-__all__ += ["PortInUseError", "SharedFileRefusedError"]
 
 # --------------------------------------------------------------------------- multi-agent games
 
@@ -566,4 +431,58 @@ class GameOverError(OpenEnvGymError, ValueError):
     """A move was sent after the game ended; reset to play again."""
 
 
-__all__ += ["GameOverError", "NotYourTurnError", "SeatsUnavailableError"]
+__all__ = [
+    "ActionMaskUnavailableError",
+    "ActionOutOfSpaceError",
+    "AuthenticationError",
+    "BinaryEncodingRefusedError",
+    "CapacityReachedError",
+    "CodecError",
+    "CompressedFrameError",
+    "ConnectionLostError",
+    "DockerUnavailableError",
+    "EnvConfigError",
+    "EnvNotPicklableError",
+    "FleetConfigError",
+    "GameOverError",
+    "HubPushError",
+    "IllegalMoveError",
+    "ImageBuildError",
+    "ImageNotFoundError",
+    "InsecureBindError",
+    "InsufficientCapacityError",
+    "LinkProfileError",
+    "LinkProxyError",
+    "MissingExtraError",
+    "NoWebSocketEndpointError",
+    "NormalizationStatsError",
+    "NotAnOpenEnvServerError",
+    "NotYourTurnError",
+    "ObservationMismatchError",
+    "OpenEnvGymError",
+    "PicklableError",
+    "PoolUsageError",
+    "PortInUseError",
+    "ProtocolError",
+    "RayUnavailableError",
+    "RenderModeUnavailableError",
+    "ReplyTimeoutError",
+    "SeatsUnavailableError",
+    "ServerConnectionError",
+    "ServerMismatchError",
+    "ServerReplyError",
+    "ServerStartError",
+    "ServerWorkerError",
+    "SessionClosedError",
+    "SharedFileRefusedError",
+    "SpaceMappingError",
+    "SubEnvError",
+    "ToolCallRefusedError",
+    "TrajectoryFormatError",
+    "UCIEngineNotFoundError",
+    "UnknownCompressionError",
+    "UnknownEncodingError",
+    "UnsupportedRenderModeError",
+    "VectorUsageError",
+    "WrapperConfigError",
+]

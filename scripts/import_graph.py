@@ -34,6 +34,7 @@ LONG_MODULE_LINES = 400
 #: The declared floors, lowest first. A room may import rooms on its own floor or below,
 #: never above. Rooms on one floor must still not form a module-level circle.
 FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({"picklable_error"}),
     frozenset({"errors", "version"}),
     frozenset({"busy_poll", "extras", "argument_types", "config_files"}),
     frozenset({"wire", "spaces"}),

@@ -1,11 +1,12 @@
 """openenv-gym check URL: is this an OpenEnv server our Gymnasium env can train on?
 
 Checks, in order: GET /health (any 2xx is healthy), GET /schema (else the models in FastAPI's
-GET /openapi.json), GET /metadata, the Gymnasium spaces derived from the schema (printed as a
-tree with their sources, the shapes taken from the reset observation and the fields left to
-info), one episode with random actions over the
-WebSocket, and gymnasium's check_env with its defaults (render modes included). Each runs
-when it can: only an unreachable server or a refused token stops the rest. It prints a
+GET /openapi.json), GET /metadata (optional: a missing one is a note, not a failure), the
+Gymnasium spaces derived from the schema (printed as a tree with their sources, the shapes
+taken from the reset observation and the fields left to info), one episode with random
+(legal, where the observation lists them) actions in the form agreed (WebSocket, or HTTP for
+a server without /ws), and gymnasium's check_env with its defaults (render modes included).
+Each runs when it can: only an unreachable server or a refused token stops the rest. It prints a
 report meant to be pasted into an issue, ending with the ``gym.make(...)`` call that works
 (the options given plus the pins of the shapes taken from the data) and, on a failure, the
 ``cause:`` (the first real one); it exits with 1 when a check fails (0 when all pass). A

@@ -29,12 +29,14 @@ DETERMINISM = re.compile(r"non-deterministic|Deterministic step")
 
 @dataclass
 class CheckResult:
-    """One line of the report: a check's name, outcome and details."""
+    """One line of the report: a check's name, outcome and details. A *note* passed but
+    says something is absent that the env does not need (a server with no ``/metadata``)."""
 
     name: str
     ok: bool
     summary: str
     details: list[str] = field(default_factory=list)
+    note: bool = False
 
 
 def finding(name: str, seed: int) -> CheckResult:
@@ -75,7 +77,7 @@ def randomness(env: Any, seed: int) -> list[CheckResult]:
     env.action_space.seed(seed)
     for _ in range(RANDOMNESS_TRIES):
         env.reset(seed=seed)
-        action = _sample(env)
+        action = sample_action(env)
         first = env.step(action)[:3]
         env.reset(seed=seed)
         second = env.step(action)[:3]
@@ -84,7 +86,7 @@ def randomness(env: Any, seed: int) -> list[CheckResult]:
     return []
 
 
-def _sample(env: Any) -> Any:
+def sample_action(env: Any) -> Any:
     """A random action, legal where the env knows the legal ones."""
     legal = env.observation_codec.legal_key is not None and env.action_codec.maskable
     if isinstance(env.action_space, spaces.Discrete) and legal:
@@ -92,4 +94,11 @@ def _sample(env: Any) -> Any:
     return env.action_space.sample()
 
 
-__all__ = ["DETERMINISM", "RANDOMNESS_TRIES", "CheckResult", "finding", "randomness"]
+__all__ = [
+    "DETERMINISM",
+    "RANDOMNESS_TRIES",
+    "CheckResult",
+    "finding",
+    "randomness",
+    "sample_action",
+]

@@ -25,8 +25,14 @@ from typing import Any, Final, TextIO
 
 from gymnasium import spaces
 
-from openenv_gym.cli.check_findings import DETERMINISM, CheckResult, finding, randomness
-from openenv_gym.errors import SpaceMappingError
+from openenv_gym.cli.check_findings import (
+    DETERMINISM,
+    CheckResult,
+    finding,
+    randomness,
+    sample_action,
+)
+from openenv_gym.errors import PicklableError, SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -140,6 +146,9 @@ class Checker:
         self.last_error = None
         try:
             summary, details = check()
+        except _NoteError as note:
+            self.results.append(CheckResult(name, True, str(note), note=True))
+            return True
         except Exception as exc:
             self.last_error = exc
             lines = str(exc).splitlines()
@@ -184,12 +193,19 @@ class Checker:
         return f"no GET /schema: {found.sources.describe()}", parts
 
     def metadata(self) -> tuple[str, list[str]]:
+        """``GET /metadata``: optional (first-release servers and plain FastAPI apps have
+        none), so its absence is a note, not a failure; the verdict is whether the env plays."""
         from openenv_gym.client import get_json
+        from openenv_gym.errors import NotAnOpenEnvServerError
         from openenv_gym.wire.messages import METADATA_PATH
 
-        body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
+        try:
+            body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
+        except NotAnOpenEnvServerError as exc:  # 404, not JSON (a refused token is not one)
+            first = str(exc).split(";")[0]
+            raise _NoteError(f"none: {first} (optional; the env does not need it)") from None
         if not isinstance(body, dict):
-            raise ValueError(f"expected a JSON object, got {json.dumps(body)[:200]}")
+            raise _NoteError(f"not a JSON object (optional; ignored): {json.dumps(body)[:200]}")
         shown = {k: body[k] for k in ("name", "version") if body.get(k) is not None}
         return json.dumps(shown) if shown else "(no name/version)", []
 
@@ -271,7 +287,7 @@ class Checker:
         total, steps, ended = 0.0, 0, "not finished"
         started = time.perf_counter()
         while steps < self.max_steps:
-            observation, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            observation, reward, terminated, truncated, _ = env.step(sample_action(env))
             steps += 1
             total += reward
             if observation not in env.observation_space:
@@ -381,7 +397,7 @@ class Checker:
         """Write the report."""
         out.write(f"openenv-gym check {self.url}\n  {_versions()}\n")
         for result in self.results:
-            mark = "[ok]  " if result.ok else "[FAIL]"
+            mark = "[note]" if result.note else "[ok]  " if result.ok else "[FAIL]"
             out.write(f"{mark} {result.name:<10} {result.summary}\n")
             for line in result.details:
                 out.write(f"         {line}\n")
@@ -418,7 +434,13 @@ class Checker:
             "passed": all(r.ok for r in self.results),
             "cause": None if cause is None else {"check": cause.name, "summary": cause.summary},
             "checks": [
-                {"name": r.name, "ok": r.ok, "summary": r.summary, "details": r.details}
+                {
+                    "name": r.name,
+                    "ok": r.ok,
+                    "note": r.note,
+                    "summary": r.summary,
+                    "details": r.details,
+                }
                 for r in self.results
             ],
             "server_findings": [
@@ -431,6 +453,7 @@ class Checker:
             ),
             "make_call": self.make_call,
             "form": getattr(env, "form", None) or self._probed_form,
+            "space_sources": None if env is None else env.space_sources.describe(),
             "inferred": [
                 {"role": i.role, "field": i.path, "space": i.value, "source": i.source}
                 for i in (env.inferred_spaces if env is not None else ())
@@ -439,6 +462,10 @@ class Checker:
         }
         out.write(json.dumps(body, indent=2) + "\n")
         out.flush()
+
+
+class _NoteError(PicklableError):
+    """A check found something absent that the env does not need: reported, not failed."""
 
 
 class _SpaceSource:

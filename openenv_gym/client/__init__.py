@@ -33,7 +33,7 @@ from openenv_gym.client.http import (
 from openenv_gym.client.http_session import HttpSession
 from openenv_gym.client.loop import background_loop, run_sync
 from openenv_gym.client.options import DEFAULT_REPLY_TIMEOUT, ConnectOptions
-from openenv_gym.client.session import Session, form_summary, open_session
+from openenv_gym.client.session import Session, form_summary, open_session, with_server_shape
 from openenv_gym.client.sync_session import SyncSession
 
 __all__ = [
@@ -57,4 +57,5 @@ __all__ = [
     "open_session",
     "resolve_token",
     "run_sync",
+    "with_server_shape",
 ]

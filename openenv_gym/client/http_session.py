@@ -2,8 +2,10 @@
 (``openenv-core`` 0.1) and FastAPI apps written to the same API.
 
 Such a server holds ONE environment: ``POST /reset`` (body: the reset keys), ``POST /step``
-(body ``{"action": {...}}``, or the action's fields directly on some apps: a 422 for the
-first shape makes the session retry with the second, and keep it), ``GET /state``. Replies to
+(body ``{"action": {...}}``, or the action's fields directly on some apps: sent from the
+first step when ``/openapi.json`` said so, ``ConnectOptions(step_body="fields")``; unsaid,
+a 422 for the first shape makes the session retry with the second, and keep it),
+``GET /state``. Replies to
 reset and step are ``{"observation": {...}, "reward": ..., "done": ...}``, as in the
 WebSocket protocol's ``observation`` message. One session per server: two clients of the same
 server would share (and reset) its one environment, so a second open session to a server in
@@ -28,7 +30,7 @@ import weakref
 from typing import Any, ClassVar, Final
 
 from openenv_gym.client.http import auth_error, auth_headers, is_loopback_url, resolve_token
-from openenv_gym.client.options import ConnectOptions
+from openenv_gym.client.options import HTTP_FORM, ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
     ConnectionLostError,
@@ -71,7 +73,7 @@ class HttpSession:
     """
 
     #: The form of the protocol this session speaks.
-    form: ClassVar[str] = "http"
+    form: ClassVar[str] = HTTP_FORM
     #: Observation arrays never come as raw bytes over HTTP.
     binary: ClassVar[bool] = False
     #: Sessions a server of this form holds.
@@ -102,6 +104,7 @@ class HttpSession:
         self._reply_timeout = options.reply_timeout
         #: Whether ``POST /step`` takes the action's fields directly (``None``: not tried).
         self.flat_step: bool | None = None
+        self.take_step_body(options.step_body)
         self._closed = False
         _OPEN.add(self)
 
@@ -109,6 +112,18 @@ class HttpSession:
     def closed(self) -> bool:
         """Whether :meth:`close` was called (or the connection broke)."""
         return self._closed
+
+    def take_step_body(self, step_body: str | None) -> None:
+        """Send ``POST /step`` in the shape a source stated (see
+        :attr:`ConnectOptions.step_body <openenv_gym.client.options.ConnectOptions>`);
+        ``None`` leaves the shape to find on the first step.
+
+        Example:
+            >>> session = HttpSession.__new__(HttpSession)
+            >>> session.take_step_body("fields"); session.flat_step
+            True
+        """
+        self.flat_step = None if step_body is None else step_body == "fields"
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Send one OpenEnv message as its HTTP request; return the parsed reply.

@@ -31,6 +31,10 @@ from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT
 
 #: Seconds to wait for each reply by default.
 DEFAULT_REPLY_TIMEOUT: Final = 60.0
+#: The shapes of an HTTP ``POST /step`` body (``None``: found on the first step).
+STEP_BODIES: Final = (None, "wrapped", "fields")
+#: The ``form`` of a session over plain HTTP.
+HTTP_FORM: Final = "http"
 
 
 def _frozen_headers(headers: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -58,9 +62,18 @@ class ConnectOptions:
             shared memory) or
             ``"off"``; the rule is in :mod:`openenv_gym.wire.compressed` and
             :mod:`openenv_gym.wire.compression_policy`.
+        step_body: How an HTTP session's ``POST /step`` takes the action, when a source
+            said so (``space_sources.step_body``): ``"wrapped"`` (``{"action": {...}}``, a 422
+            is the server's verdict) or ``"fields"`` (the action's fields directly, from the
+            first step); ``None``: wrapped, retried as fields on a 422. WebSocket sessions
+            ignore it.
+        form: ``"http"`` opens HTTP sessions without trying ``/ws`` (a first-release
+            server whose ``/ws`` is its web interface's); ``None``: WebSocket where ``/ws``
+            speaks OpenEnv, else HTTP.
 
     Raises:
-        EnvConfigError: A timeout, ``busy_poll`` or the size limit is out of range.
+        EnvConfigError: A timeout, ``busy_poll``, the size limit or ``step_body`` is out of
+            range.
         UnknownEncodingError: ``encoding`` is not one of the names above.
         UnknownCompressionError: ``compression`` is not one of the names above.
     """
@@ -73,6 +86,8 @@ class ConnectOptions:
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     token: str | None = None
     compression: str = DEFAULT_COMPRESSION
+    step_body: str | None = None
+    form: str | None = None
 
     def __post_init__(self) -> None:
         resolve_encoding(self.encoding)
@@ -97,6 +112,17 @@ class ConnectOptions:
                 f"pass e.g. max_message_size={CLIENT_INBOUND_LIMIT}"
             )
         object.__setattr__(self, "headers", _frozen_headers(self.headers))
+        if self.form not in (None, HTTP_FORM):
+            raise EnvConfigError(
+                f"expected form to be None or {HTTP_FORM!r}, got {self.form!r}; pass "
+                f"form={HTTP_FORM!r} for a server whose /ws does not speak OpenEnv"
+            )
+        if self.step_body not in STEP_BODIES:
+            raise EnvConfigError(
+                f"expected step_body to be one of {STEP_BODIES}, got {self.step_body!r}; "
+                "pass step_body='fields' for a server whose POST /step takes the action's "
+                "fields directly"
+            )
 
     @property
     def encoding_choice(self) -> EncodingChoice:
@@ -108,4 +134,4 @@ class ConnectOptions:
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["DEFAULT_REPLY_TIMEOUT", "ConnectOptions"]
+__all__ = ["DEFAULT_REPLY_TIMEOUT", "HTTP_FORM", "STEP_BODIES", "ConnectOptions"]

@@ -50,6 +50,8 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
         ServerConnectionError: The server cannot be reached.
     """
     options = options or ConnectOptions()
+    if options.form == HttpSession.form:  # its /ws is known not to speak OpenEnv
+        return HttpSession(base_url, options)
     try:
         return SyncSession.connect(base_url, options)
     except NoWebSocketEndpointError as refused:
@@ -79,9 +81,26 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
         return HttpSession(base_url, options)
 
 
+def with_server_shape(
+    session: Session | None, options: ConnectOptions, *, step_body: str | None, form: str | None
+) -> ConnectOptions:
+    """``options`` for the sessions opened from now on, with what the schema sources learnt
+    of the server: ``step_body`` (how ``POST /step`` takes the action, as ``/openapi.json``
+    stated) and ``form`` (``"http"``: its ``/ws`` is not OpenEnv's); an HTTP ``session``
+    already open takes the step body too.
+
+    Example:
+        >>> with_server_shape(None, ConnectOptions(), step_body="fields", form="http").form
+        'http'
+    """
+    if isinstance(session, HttpSession):
+        session.take_step_body(step_body)
+    return options.replace(step_body=step_body, form=form)
+
+
 def form_summary(form: str) -> str:
     """A session's ``form`` in words, with what it implies for capacity."""
     return f"{form} (one session per server)" if form == HttpSession.form else form
 
 
-__all__ = ["Session", "form_summary", "open_session"]
+__all__ = ["Session", "form_summary", "open_session", "with_server_shape"]

@@ -11,6 +11,7 @@ Example:
     {'move': 'e2e4'}
 """
 
+from openenv_gym.spaces.charset import DEFAULT_TEXT_CHARSET, DefaultCharsetText
 from openenv_gym.spaces.codec import (
     ActionCodec,
     ObservationCodec,
@@ -25,7 +26,6 @@ from openenv_gym.spaces.field_rules import (
     X_DTYPE,
     X_SHAPE,
 )
-from openenv_gym.spaces.fields import DEFAULT_TEXT_CHARSET, DefaultCharsetText
 from openenv_gym.spaces.schema import ACTION_ENVELOPE_FIELDS, OBSERVATION_ENVELOPE_FIELDS
 from openenv_gym.spaces.serialization import (
     X_ACTION_KEY,

@@ -21,12 +21,7 @@ from typing import Any, Final, cast
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.spaces.field_rules import (
-    X_SHAPE,
-    FieldWalker,
-    UnmappableFieldError,
-    VariableFieldError,
-)
+from openenv_gym.spaces.field_rules import X_SHAPE, FieldWalker
 from openenv_gym.spaces.fields import DictCodec, FieldCodec, NumericArrayCodec, TupleCodec
 from openenv_gym.spaces.inference import (
     MISSING,
@@ -39,6 +34,7 @@ from openenv_gym.spaces.inference import (
     spec_bounds,
     spec_shape,
 )
+from openenv_gym.spaces.problems import UnmappableFieldError, VariableFieldError
 from openenv_gym.spaces.schema_keywords import fixed_length, is_plain_numeric, join_path
 
 #: How a dict with free-form keys is named: JSON keys are strings, so the schema of a

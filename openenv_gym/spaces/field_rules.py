@@ -22,11 +22,10 @@ from typing import Any, Final
 import numpy as np
 from gymnasium import spaces
 
-from openenv_gym.errors import PicklableError, SpaceMappingError
+from openenv_gym.errors import SpaceMappingError
+from openenv_gym.spaces.charset import DEFAULT_TEXT_CHARSET, DefaultCharsetText
 from openenv_gym.spaces.fields import (
-    DEFAULT_TEXT_CHARSET,
     BoolCodec,
-    DefaultCharsetText,
     DictCodec,
     DiscreteCodec,
     EnumCodec,
@@ -39,7 +38,12 @@ from openenv_gym.spaces.fields import (
 from openenv_gym.spaces.free_text import FreeText
 from openenv_gym.spaces.inference import ActionHints, Inference, legal_integers
 from openenv_gym.spaces.optional_fields import ObjectCodec, presence_key
-from openenv_gym.spaces.problems import Role
+from openenv_gym.spaces.problems import (
+    Role,
+    UnmappableFieldError,
+    VariableFieldError,
+    observed_discrete,
+)
 from openenv_gym.spaces.schema_keywords import (
     dedupe_values,
     implied_type,
@@ -63,68 +67,8 @@ DEFAULT_ACTION_TEXT_MAX_LENGTH: Final = 4096
 DEFAULT_OBSERVATION_TEXT_MAX_LENGTH: Final = 65536
 
 
-class UnmappableFieldError(PicklableError):
-    """Internal: one field could not be mapped (collected, then raised as one error).
-
-    ``example`` is a space expression for the advice (``field_spaces={path: example}``);
-    ``also`` is one more way out, appended to the advice; ``space_fix=False`` when no
-    explicit space would help (only leaving the field out does); ``observed`` when
-    ``example`` holds values seen in the data, not declared by the server.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        reason: str,
-        fragment: Any,
-        *,
-        example: str = "",
-        also: str = "",
-        shape_fix: bool = False,
-        needs_data: bool = False,
-        space_fix: bool = True,
-        observed: bool = False,
-    ) -> None:
-        super().__init__(reason)
-        self.space_fix = space_fix
-        self.path = path
-        self.reason = reason
-        self.fragment = fragment
-        self.example = example
-        self.also = also
-        self.shape_fix = shape_fix
-        self.needs_data = needs_data
-        self.observed = observed
-
-
-class VariableFieldError(PicklableError):
-    """Internal: an observation field without a fixed shape; it goes to ``info``."""
-
-    def __init__(self, path: str, why: str, *, legal: bool = False) -> None:
-        super().__init__(why)
-        self.path = path
-        self.why = why
-        self.legal = legal
-
-
 def _names(value: Collection[str] | str) -> frozenset[str]:
     return frozenset([value] if isinstance(value, str) else value)
-
-
-def observed_discrete(legal: list[int] | None) -> str:
-    """The ``Discrete`` that holds every legal action seen (from 0 when none is negative),
-    as source; ``Discrete(n)`` when none was seen.
-
-    Example:
-        >>> observed_discrete([0, 1, 3]), observed_discrete([-1, 2]), observed_discrete(None)
-        ('gymnasium.spaces.Discrete(4)', 'gymnasium.spaces.Discrete(4, start=-1)', \
-'gymnasium.spaces.Discrete(n)')
-    """
-    if legal is None:
-        return "gymnasium.spaces.Discrete(n)"
-    low = min(0, min(legal))
-    start = f", start={low}" if low else ""
-    return f"gymnasium.spaces.Discrete({max(legal) - low + 1}{start})"
 
 
 class FieldWalker:

@@ -3,7 +3,7 @@
 Where a JSON Schema leaves a value open (``{}``, ``dict[str, Any]``, an output schema with
 ``additionalProperties`` only), no Gymnasium space describes it. Such values travel as JSON
 text instead: a :class:`JsonText` space, which is a plain ``Text`` over
-:data:`~openenv_gym.spaces.fields.DEFAULT_TEXT_CHARSET` whose :meth:`~JsonText.sample`
+:data:`~openenv_gym.spaces.charset.DEFAULT_TEXT_CHARSET` whose :meth:`~JsonText.sample`
 returns a JSON document that fits the schema it was made for.
 
 * Observations: the value is serialized with ``json.dumps(value, ensure_ascii=True)``
@@ -34,7 +34,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.spaces.fields import DefaultCharsetText, FieldCodec
+from openenv_gym.spaces.charset import DefaultCharsetText
+from openenv_gym.spaces.fields import FieldCodec
 
 #: Nesting depth past which :meth:`JsonText.sample` stops descending (returns ``null``).
 _MAX_SAMPLE_DEPTH: Final = 4

@@ -8,6 +8,10 @@ the call to paste. The keyword names depend on who is called: the codec function
 (:data:`CODEC_KEYWORDS`); :class:`~openenv_gym.env.OpenEnvEnv` and ``gym.make`` take
 ``action_field_spaces=``, ``observation_exclude=``, ... (:data:`ENV_KEYWORDS`).
 
+While it walks, a field that does not map raises :class:`UnmappableFieldError` (collected
+into a :class:`MappingProblem`), and one without a fixed shape :class:`VariableFieldError`
+(it goes to ``info``); both are internal.
+
 Example:
     >>> problem = MappingProblem(
     ...     "action", "action_id", "an unbounded integer", {"type": "integer"},
@@ -29,6 +33,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+
+from openenv_gym.errors import PicklableError
 
 Role = Literal["observation", "action"]
 #: The kinds of fix a problem can suggest (the codec-level keyword names).
@@ -200,15 +206,78 @@ def format_problems(
     return "\n".join(lines)
 
 
+class UnmappableFieldError(PicklableError):
+    """Internal: one field could not be mapped (collected, then raised as one error).
+
+    ``example`` is a space expression for the advice (``field_spaces={path: example}``);
+    ``also`` is one more way out, appended to the advice; ``space_fix=False`` when no
+    explicit space would help (only leaving the field out does); ``observed`` when
+    ``example`` holds values seen in the data, not declared by the server.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        fragment: Any,
+        *,
+        example: str = "",
+        also: str = "",
+        shape_fix: bool = False,
+        needs_data: bool = False,
+        space_fix: bool = True,
+        observed: bool = False,
+    ) -> None:
+        super().__init__(reason)
+        self.space_fix = space_fix
+        self.path = path
+        self.reason = reason
+        self.fragment = fragment
+        self.example = example
+        self.also = also
+        self.shape_fix = shape_fix
+        self.needs_data = needs_data
+        self.observed = observed
+
+
+class VariableFieldError(PicklableError):
+    """Internal: an observation field without a fixed shape; it goes to ``info``."""
+
+    def __init__(self, path: str, why: str, *, legal: bool = False) -> None:
+        super().__init__(why)
+        self.path = path
+        self.why = why
+        self.legal = legal
+
+
+def observed_discrete(legal: list[int] | None) -> str:
+    """The ``Discrete`` that holds every legal action seen (from 0 when none is negative),
+    as source; ``Discrete(n)`` when none was seen.
+
+    Example:
+        >>> observed_discrete([0, 1, 3]), observed_discrete([-1, 2]), observed_discrete(None)
+        ('gymnasium.spaces.Discrete(4)', 'gymnasium.spaces.Discrete(4, start=-1)', \
+'gymnasium.spaces.Discrete(n)')
+    """
+    if legal is None:
+        return "gymnasium.spaces.Discrete(n)"
+    low = min(0, min(legal))
+    start = f", start={low}" if low else ""
+    return f"gymnasium.spaces.Discrete({max(legal) - low + 1}{start})"
+
+
 __all__ = [
     "CODEC_KEYWORDS",
     "ENV_KEYWORDS",
     "MappingProblem",
     "Option",
     "Role",
+    "UnmappableFieldError",
+    "VariableFieldError",
     "combined_kwargs",
     "format_problems",
     "fragment_text",
     "keyword_argument",
+    "observed_discrete",
     "paste_label",
 ]

@@ -42,7 +42,7 @@ At the top level, observations leave out ``reward``, ``done``, ``metadata`` (the
 ``metadata``. ``x-observation-key`` / ``x-action-key`` make one field the whole space.
 A single-field action space is that field's space (not a Dict).
 
-Text defaults: string fields get a :class:`~openenv_gym.spaces.fields.DefaultCharsetText` (a
+Text defaults: string fields get a :class:`~openenv_gym.spaces.charset.DefaultCharsetText` (a
 plain ``Text`` whose repr names its charset instead of printing it).
 :data:`DEFAULT_TEXT_CHARSET` is ``string.printable`` (ASCII letters, digits,
 punctuation, space and ``\\t\\n\\r\\x0b\\x0c``) plus the assigned, non-control characters of
@@ -72,15 +72,13 @@ from gymnasium import spaces
 
 from openenv_gym.errors import SpaceMappingError
 from openenv_gym.spaces.container_rules import ContainerWalker
-from openenv_gym.spaces.field_rules import (
-    UnmappableFieldError,
-)
 from openenv_gym.spaces.fields import FieldCodec, OptionalCodec
 from openenv_gym.spaces.inference import ActionHints, Inference
 from openenv_gym.spaces.problems import (
     CODEC_KEYWORDS,
     MappingProblem,
     Option,
+    UnmappableFieldError,
     format_problems,
     fragment_text,
 )

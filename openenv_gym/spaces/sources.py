@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -91,10 +92,13 @@ class FoundSchemas:
             other keys kept); an observation from the first observation is a placeholder
             holding :data:`X_FROM_FIRST_OBSERVATION`.
         sources: The source of each.
+        form: ``"http"`` when the server's ``/ws`` is known not to speak OpenEnv (a
+            first-release server's web interface), else ``None`` (the session finds out).
     """
 
     schema: dict[str, Any]
     sources: SpaceSources
+    form: str | None = None
 
 
 def model_schema(model: Any, role: str) -> dict[str, Any]:
@@ -190,12 +194,7 @@ def no_action_message(tried: list[str], call: str, env_name: str | None) -> str:
         ...                         "MazeEnvironment").splitlines()[-1])
         Paste and edit: gym.make(..., action_model=MazeAction, observation_model=MazeObservation)
     """
-    prefix = env_name or "MyEnv"
-    for suffix in ("Environment", "Env"):
-        if prefix.endswith(suffix) and len(prefix) > len(suffix):
-            prefix = prefix[: -len(suffix)]
-            break
-    action, observation = f"{prefix}Action", f"{prefix}Observation"
+    action, observation = (f"{model_prefix(env_name)}{role}" for role in ("Action", "Observation"))
     lines = [
         "no source gives the action's fields, so the action space cannot be built:",
         *(f"  - {note}" for note in tried),
@@ -207,6 +206,29 @@ def no_action_message(tried: list[str], call: str, env_name: str | None) -> str:
         + call.replace("{kwargs}", f"action_model={action}, observation_model={observation}"),
     ]
     return "\n".join(lines)
+
+
+def model_prefix(env_name: str | None) -> str:
+    """The prefix of an env's model classes from its name: a class name loses its
+    ``Environment``/``Env`` suffix, a package name (``walk_env``, the first release's
+    ``env_name``) becomes CamelCase without ``_env``; ``My`` with no name.
+
+    Example:
+        >>> model_prefix("MazeEnvironment"), model_prefix("walk_env"), model_prefix("sumo_rl_env")
+        ('Maze', 'Walk', 'SumoRl')
+        >>> model_prefix(None), model_prefix("Env")
+        ('My', 'Env')
+    """
+    prefix = env_name or "MyEnv"
+    if "_" in prefix or prefix.islower():
+        words = [w for w in re.split(r"[_\W]+", prefix) if w]
+        if len(words) > 1 and words[-1].lower() == "env":
+            words = words[:-1]
+        return "".join(w[:1].upper() + w[1:] for w in words) or "MyEnv"
+    for suffix in ("Environment", "Env"):
+        if prefix.endswith(suffix) and len(prefix) > len(suffix):
+            return prefix[: -len(suffix)]
+    return prefix
 
 
 def observation_schema_from_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -256,6 +278,7 @@ __all__ = [
     "FoundSchemas",
     "SpaceSources",
     "find_schemas",
+    "model_prefix",
     "model_schema",
     "no_action_message",
     "observation_schema_from_sample",

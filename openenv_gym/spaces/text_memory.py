@@ -10,7 +10,7 @@ the process's string hashing.
 
 This module registers one layout for ``gymnasium.spaces.Text`` and so for every subclass
 (:class:`~openenv_gym.spaces.free_text.FreeText`,
-:class:`~openenv_gym.spaces.fields.DefaultCharsetText`, ``JsonText``), with Gymnasium's public
+:class:`~openenv_gym.spaces.charset.DefaultCharsetText`, ``JsonText``), with Gymnasium's public
 ``create_shared_memory`` / ``read_from_shared_memory`` / ``write_to_shared_memory``: one
 ``int32`` per character (code point + 1; ``0`` pads), read through :class:`LiveTexts`, a view
 that decodes the buffer when indexed. Any string of a ``Text``'s lengths survives,

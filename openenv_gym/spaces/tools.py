@@ -18,7 +18,7 @@ called tool's ``result`` and an ``error``. The spaces come from the server's too
   are in the space, optional ones are left to the server's default unless named in
   ``include`` (``"tool.argument"``). An argument no space describes (``Any``, ``dict[str,
   ...]``, an unbounded ``int``) travels as JSON text (:class:`~.json_text.JsonText`, charset
-  :data:`~openenv_gym.spaces.fields.DEFAULT_TEXT_CHARSET`, at most
+  :data:`~openenv_gym.spaces.charset.DEFAULT_TEXT_CHARSET`, at most
   :data:`~openenv_gym.spaces.field_rules.DEFAULT_ACTION_TEXT_MAX_LENGTH` characters).
 * **Observation**: ``Dict(tool=Discrete(n + 1, start=-1), result=Dict(<tool>: space, ...),
   error=Text)``. ``tool`` is the index of the tool that answered (``-1`` after ``reset``);
@@ -55,11 +55,11 @@ import numpy as np
 from gymnasium import spaces
 
 from openenv_gym.errors import ActionOutOfSpaceError, CodecError, SpaceMappingError
+from openenv_gym.spaces.charset import DefaultCharsetText
 from openenv_gym.spaces.codec import ActionCodec, ObservationCodec
 from openenv_gym.spaces.describe import describe_space, describe_value
 from openenv_gym.spaces.field_rules import DEFAULT_OBSERVATION_TEXT_MAX_LENGTH
 from openenv_gym.spaces.fields import (
-    DefaultCharsetText,
     DictCodec,
     FieldCodec,
     TextCodec,

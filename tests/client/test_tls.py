@@ -74,8 +74,9 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 def test_an_env_steps_over_tls(
     tls_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The models are given: the WebSocket is the only traffic (httpx's GET calls trust
-    # certifi's authorities, not SSL_CERT_FILE, for loopback URLs).
+    # The models are given: the WebSocket is the only traffic that must succeed (httpx's GET
+    # calls trust certifi's authorities, not SSL_CERT_FILE, for loopback URLs; the one GET,
+    # /web/metadata, asked when no /schema was read, fails on the certificate: a "no").
     url, cert = tls_server
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     env = OpenEnvEnv(url, action_model=CountAction, observation_model=CountObservation)

@@ -115,7 +115,9 @@ def test_code_block_runs(block: CodeBlock, tmp_path: Path, monkeypatch: pytest.M
 def _run(block: CodeBlock, code: str) -> None:
     namespace: dict[str, object] = {"__name__": "__docs__"}
     try:
-        exec(compile(code, block.name, "exec"), namespace)
+        # dont_inherit: run as a reader runs it, not under this file's __future__ annotations
+        # (pydantic must see the block's classes, not their names as strings)
+        exec(compile(code, block.name, "exec", dont_inherit=True), namespace)
     except ModuleNotFoundError as exc:
         # An optional package this venv lacks (.venv-gym-latest has no Ray); the full suite's
         # venv has every extra, so there the block runs. Our own modules never skip.

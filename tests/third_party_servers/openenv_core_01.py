@@ -38,10 +38,11 @@ def openenv_core_01_python() -> Path:
 
 
 @contextmanager
-def serve_openenv_core_01() -> Iterator[str]:
-    """Run the ``openenv-core`` 0.1.1 walk server on 127.0.0.1; yield its URL."""
+def serve_openenv_core_01(*, web: bool = False) -> Iterator[str]:
+    """Run the ``openenv-core`` 0.1.1 walk server on 127.0.0.1 (``web=True``: with the
+    release's web interface); yield its URL."""
     child = subprocess.Popen(
-        [str(openenv_core_01_python()), str(APP)],
+        [str(openenv_core_01_python()), str(APP), *(["--web"] if web else [])],
         stdout=subprocess.PIPE,
         text=True,
     )

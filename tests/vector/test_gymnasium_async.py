@@ -21,7 +21,7 @@ from gymnasium import spaces
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import CapacityReachedError
-from openenv_gym.spaces.fields import DefaultCharsetText
+from openenv_gym.spaces.charset import DefaultCharsetText
 from openenv_gym.spaces.free_text import FreeText
 from openenv_gym.spaces.json_text import JsonText
 from tests.mcp_servers import EchoEnvironment, serve_mcp_env
