@@ -42,7 +42,12 @@ from gymnasium import spaces
 from openenv_gym.client import Session, fetch_schema, get_json
 from openenv_gym.client.mcp_tools import fetch_tools
 from openenv_gym.client.options import HTTP_FORM
-from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError, SpaceMappingError
+from openenv_gym.errors import (
+    NoStateRouteError,
+    NotAnOpenEnvServerError,
+    ServerConnectionError,
+    SpaceMappingError,
+)
 from openenv_gym.spaces import ActionCodec, ObservationCodec, action_codec, observation_codec
 from openenv_gym.spaces.catalog import UNSIZED, match_profile
 from openenv_gym.spaces.inference import (
@@ -128,7 +133,10 @@ def probe_session(
             legal = sample[name]
             break
     spec = None
-    state = session.request(state_message())
+    try:
+        state = session.request(state_message())
+    except NoStateRouteError:  # an HTTP server without GET /state: nothing to learn from it
+        state = None
     fields = state.state if isinstance(state, StateReply) else {}
     if isinstance(fields.get("action_spec"), dict):
         spec = fields["action_spec"]
@@ -332,6 +340,8 @@ class SpaceMapper:
                 problems=tuple(problems),
             )
         log_inferences(self.base_url, (*act.inferred, *obs.inferred))
+        for path, why in act.left_out.items():
+            logger.info("%s: the action field %r is left out: %s", self.base_url, path, why)
         return act, obs, ()
 
     def _probed(

@@ -50,6 +50,19 @@ class NoWebSocketEndpointError(NotAnOpenEnvServerError):
     0.1 server or a plain FastAPI app). A single env falls back to HTTP sessions."""
 
 
+class NoStateRouteError(OpenEnvGymError, NotImplementedError):
+    """An HTTP-form server answered ``GET /state`` with 404 or 405: it has no state route
+    (reset and step work without one; ``state()`` is unavailable).
+
+    Attributes:
+        url: The URL that was tried.
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class ConnectionLostError(ServerConnectionError):
     """An open session's connection closed before the reply arrived."""
 
@@ -454,6 +467,7 @@ __all__ = [
     "LinkProfileError",
     "LinkProxyError",
     "MissingExtraError",
+    "NoStateRouteError",
     "NoWebSocketEndpointError",
     "NormalizationStatsError",
     "NotAnOpenEnvServerError",

@@ -229,6 +229,8 @@ class Checker:
         lines += space_tree(env.observation_space, "observation_space")
         for inference in env.inferred_spaces:
             lines.append(f"taken from the data: {inference.describe()}")
+        for path, why in env.action_codec.left_out.items():
+            lines.append(f"left out of the action: {path!r} ({why})")
         codec = env.observation_codec
         for path, why in codec.variable.items():
             lines.append(f"left to info: {path!r} ({why})")

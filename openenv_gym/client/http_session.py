@@ -34,6 +34,7 @@ from openenv_gym.client.options import HTTP_FORM, ConnectOptions
 from openenv_gym.errors import (
     CapacityReachedError,
     ConnectionLostError,
+    NoStateRouteError,
     NotAnOpenEnvServerError,
     ProtocolError,
     ReplyTimeoutError,
@@ -158,6 +159,8 @@ class HttpSession:
             body = self._step(data)
         else:
             body = self._call(method, path, data)
+            if isinstance(body, dict) and "observation" not in body:
+                body = {"observation": body}  # a reset reply that is the observation itself
         return parse_server_object({"type": MessageType.OBSERVATION.value, "data": body}, body)
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
@@ -206,6 +209,12 @@ class HttpSession:
         status = response.status_code
         if status in (401, 403):
             raise auth_error(url, status, self._token)
+        if status in (404, 405) and path == ROUTES[MessageType.STATE.value][1]:
+            raise NoStateRouteError(
+                f"{method} {url} answered HTTP {status}: this server has no state route, so "
+                "state() is not available over its HTTP API (reset and step work without it)",
+                url=url,
+            )
         if status in (404, 405):
             raise NotAnOpenEnvServerError(
                 f"{method} {url} answered HTTP {status}: the server has no OpenEnv WebSocket "

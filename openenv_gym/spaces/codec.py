@@ -244,6 +244,8 @@ class ActionCodec:
         self.space: spaces.Space[Any] = mapping.codec.space
         self.key: str | None = mapping.key
         self.inferred: tuple[Inference, ...] = mapping.inferred
+        #: Fields with a default that cannot be mapped: never sent (path -> why).
+        self.left_out: Mapping[str, str] = mapping.variable
 
     def encode(self, action: Any) -> dict[str, Any]:
         """A Gymnasium action -> the wire action object.

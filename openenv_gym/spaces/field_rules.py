@@ -132,15 +132,23 @@ class FieldWalker:
             self.known.add(sub_path)
             if self.role == "observation" and sub_path in self.exclude:
                 continue
-            if (
+            defaulted = (
                 self.role == "action"
-                and not take_all
                 and key not in required
                 and sub_path not in self.include
                 and sub_path not in self.field_spaces
-            ):
+            )
+            if defaulted and not take_all:
                 continue
+            errors = len(self.errors)
             codec = self._guarded(sub, sub_path)
+            if defaulted and len(self.errors) > errors:
+                # A field with a default that cannot be mapped is left out: the server's
+                # default applies (naming it in include=[...] makes it a refusal again).
+                reasons = "; ".join(error.reason for error in self.errors[errors:])
+                del self.errors[errors:]
+                self.variable[sub_path] = f"{reasons}; not sent, the server's default applies"
+                continue
             if codec is not None:
                 selected.append((key, codec))
         return selected

@@ -1,0 +1,107 @@
+"""FastAPI apps shaped like third-party OpenEnv servers as people ship them (issue 31).
+
+Each serves :class:`~tests.third_party_servers.walk.Walk` and keeps the bodies ``POST /step``
+received in ``app.state.bodies``:
+
+* :func:`defaults_app`: an action whose fields all have defaults, one of which (a
+  ``dict[int, int]``) has no space (grid2op's ``do_nothing`` + ``line_set``); observation keys that only a reset shows; no
+  ``GET /state``.
+* :func:`bare_reset_app`: ``/reset`` answers the bare observation, ``/step`` the envelope.
+
+Example:
+    >>> from fastapi.testclient import TestClient
+    >>> client = TestClient(defaults_app())
+    >>> client.post("/reset", json={}).json()["observation"]
+    {'position': 0, 'steps': 0, 'queues': {'north': 1, 'south': 2}}
+    >>> client.post("/step", json={"do_nothing": True}).json()["observation"]["position"]
+    0
+    >>> client.get("/state").status_code
+    404
+    >>> TestClient(bare_reset_app()).post("/reset", json={"seed": 5}).json()
+    {'position': 1, 'steps': 0}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, Field
+
+from tests.third_party_servers.fastapi_apps import (
+    ResetRequest,
+    StepResponse,
+    WalkAction,
+    WalkObservation,
+)
+from tests.third_party_servers.walk import Walk
+
+
+class QueueObservation(WalkObservation):
+    """The walk plus queues keyed by name: the keys are open until a reset shows them."""
+
+    queues: dict[str, int]
+
+
+class QueueReply(BaseModel):
+    """What :func:`defaults_app` answers."""
+
+    observation: QueueObservation
+    reward: float | None = None
+    done: bool = False
+
+
+class GridAction(BaseModel):
+    """Every field has a default; ``line_set`` (free integer keys) has no space."""
+
+    do_nothing: bool = False
+    line_set: dict[int, int] = Field(default_factory=dict)
+
+
+def _health(app: FastAPI) -> None:
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+
+def defaults_app() -> FastAPI:
+    """Step ``{"do_nothing": true}`` stays, anything else walks right; no ``/state``."""
+    app = FastAPI(title="grid-like")
+    game = Walk()
+    queues = {"north": 1, "south": 2}
+    app.state.bodies = []
+    _health(app)
+
+    @app.post("/reset")
+    def reset(request: ResetRequest) -> QueueReply:
+        return QueueReply(observation=QueueObservation(**game.reset(request.seed), queues=queues))
+
+    @app.post("/step")
+    def step(action: GridAction) -> QueueReply:
+        app.state.bodies.append(action.model_dump(exclude_unset=True))
+        observation, reward, done = game.step(1 if action.do_nothing else 2)
+        return QueueReply(
+            observation=QueueObservation(**observation, queues=queues), reward=reward, done=done
+        )
+
+    return app
+
+
+def bare_reset_app() -> FastAPI:
+    """``/reset`` answers the observation object itself; no ``/state``."""
+    app = FastAPI(title="bare-reset")
+    game = Walk()
+    app.state.bodies = []
+    _health(app)
+
+    @app.post("/reset")
+    def reset(request: ResetRequest) -> WalkObservation:
+        return WalkObservation(**game.reset(request.seed))
+
+    @app.post("/step")
+    def step(action: WalkAction) -> StepResponse:
+        app.state.bodies.append(action.model_dump())
+        observation, reward, done = game.step(action.direction)
+        return StepResponse(observation=WalkObservation(**observation), reward=reward, done=done)
+
+    return app
