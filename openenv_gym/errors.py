@@ -52,11 +52,7 @@ class NoWebSocketEndpointError(NotAnOpenEnvServerError):
 
 class NoStateRouteError(OpenEnvGymError, NotImplementedError):
     """An HTTP-form server answered ``GET /state`` with 404 or 405: it has no state route
-    (reset and step work without one; ``state()`` is unavailable).
-
-    Attributes:
-        url: The URL that was tried.
-    """
+    (reset and step work without one). ``url``: the URL tried."""
 
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)

@@ -125,32 +125,31 @@ class FieldWalker:
         """The (key, codec) pairs of an object's properties, in schema order."""
         required = schema.get("required") or ()
         selected: list[tuple[str, FieldCodec]] = []
+        dropped: list[tuple[str, list[UnmappableFieldError]]] = []
         for key, sub in properties.items():
             if key in skip:
                 continue
-            sub_path = join_path(path, key)
-            self.known.add(sub_path)
+            self.known.add(sub_path := join_path(path, key))
             if self.role == "observation" and sub_path in self.exclude:
                 continue
-            defaulted = (
-                self.role == "action"
-                and key not in required
-                and sub_path not in self.include
-                and sub_path not in self.field_spaces
-            )
+            named = {*self.include, *self.field_spaces}
+            defaulted = self.role == "action" and key not in required and sub_path not in named
             if defaulted and not take_all:
                 continue
-            errors = len(self.errors)
+            before = len(self.errors)
             codec = self._guarded(sub, sub_path)
-            if defaulted and len(self.errors) > errors:
-                # A field with a default that cannot be mapped is left out: the server's
-                # default applies (naming it in include=[...] makes it a refusal again).
-                reasons = "; ".join(error.reason for error in self.errors[errors:])
-                del self.errors[errors:]
-                self.variable[sub_path] = f"{reasons}; not sent, the server's default applies"
-                continue
-            if codec is not None:
+            new = self.errors[before:]
+            if defaulted and new and not any(error.needs_data for error in new):
+                del self.errors[before:]  # no space even with data: the server's default applies
+                dropped.append((sub_path, new))
+            elif codec is not None:
                 selected.append((key, codec))
+        for sub_path, errors in dropped:  # with nothing left to send: refuse, naming each
+            if not selected:
+                self.errors.extend(errors)
+            else:
+                reasons = "; ".join(error.reason for error in errors)
+                self.variable[sub_path] = f"{reasons}; not sent, the server's default applies"
         return selected
 
     def _object_codec(

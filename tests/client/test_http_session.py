@@ -192,6 +192,13 @@ def test_reply_that_is_not_openenv_is_a_protocol_error() -> None:
     with CannedHttpServer("200 OK", body=b'{"result": 1}') as server:
         session = HttpSession(server.url)
         with pytest.raises(ProtocolError, match=r"expected an observation reply \{'observation'"):
+            session.request(step_message({"move": 1}))
+        # a reset reply without 'observation' is the observation itself (plain apps send it)
+        assert session.request_observation(reset_message()).observation == {"result": 1}
+        session.close()
+    with CannedHttpServer("200 OK", body=b"[1, 2]") as server:
+        session = HttpSession(server.url)
+        with pytest.raises(ProtocolError, match=r"expected an observation reply \{'observation'"):
             session.request(reset_message())
         session.close()
 

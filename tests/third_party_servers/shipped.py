@@ -4,8 +4,8 @@ Each serves :class:`~tests.third_party_servers.walk.Walk` and keeps the bodies `
 received in ``app.state.bodies``:
 
 * :func:`defaults_app`: an action whose fields all have defaults, one of which (a
-  ``dict[int, int]``) has no space (grid2op's ``do_nothing`` + ``line_set``); observation keys that only a reset shows; no
-  ``GET /state``.
+  ``dict[int, int]``) has no space (grid2op's ``do_nothing`` + ``line_set``); observation
+  keys that only a reset shows; no ``GET /state``.
 * :func:`bare_reset_app`: ``/reset`` answers the bare observation, ``/step`` the envelope.
 
 Example:
@@ -22,8 +22,6 @@ Example:
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel, Field
