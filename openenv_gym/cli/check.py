@@ -161,22 +161,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="put an optional action field (one with a default) into the action space",
     )
     for role in ("observation", "action"):
-        mapping.add_argument(
-            f"--{role}-field-shape",
-            action="append",
-            type=field_shape,
-            default=[],
-            metavar="FIELD=N,N",
-            help=f"the shape of a {role} array of unstated length",
-        )
-        mapping.add_argument(
-            f"--{role}-field-space",
-            action="append",
-            type=field_space,
-            default=[],
-            metavar="FIELD=JSON",
-            help=f"an explicit space for a {role} field, as JSON (space_to_json)",
-        )
+        for flag, parse, metavar, help_text in (
+            ("shape", field_shape, "FIELD=N,N", f"the shape of a {role} array of unstated length"),
+            (
+                "space",
+                field_space,
+                "FIELD=JSON",
+                f"an explicit space for a {role} field, as JSON (space_to_json)",
+            ),
+        ):
+            mapping.add_argument(
+                f"--{role}-field-{flag}",
+                action="append",
+                type=parse,
+                default=[],
+                metavar=metavar,
+                help=help_text,
+            )
     parser.add_argument(
         "--json",
         action="store_true",
