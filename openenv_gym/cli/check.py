@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from openenv_gym.argument_types import int_argument, positive_int
 from openenv_gym.cli.checker import Checker
-from openenv_gym.cli.command import Command, UsageError, description_from_docstring
+from openenv_gym.cli.command import Command, UsageError
 from openenv_gym.errors import SpaceMappingError
 
 #: Episodes ``--episodes`` surveys unless told (short ones: see :mod:`openenv_gym.cli.survey`).
@@ -222,7 +222,6 @@ def run(args: argparse.Namespace) -> int:
 COMMAND: Final = Command(
     name="check",
     help="check an OpenEnv server and print a report",
-    description=description_from_docstring(__doc__),
     add_arguments=add_arguments,
     run=run,
 )
