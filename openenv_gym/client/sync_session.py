@@ -77,13 +77,16 @@ class SyncSession:
         self._connection = connection
         self._session = session
         self._loop = loop
-        agreed = connection.encoding if connection is not None else None
-        if session is not None:
-            agreed = session.encoding
-        assert agreed is not None  # one of the two is set
+        transport = connection if connection is not None else session
+        assert transport is not None  # one of the two is set
+        self._transport: BlockingConnection | AsyncSession = transport
+        #: The session's ``ws://`` URL.
+        self.url: str = transport.url
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
-        self.encoding: Encoding = agreed
-        self.compression_policy = CompressionPolicy(WARMUP_STEPS) if agreed.measured else None
+        self.encoding: Encoding = transport.encoding
+        self.compression_policy = (
+            CompressionPolicy(WARMUP_STEPS) if self.encoding.measured else None
+        )
         self._binary_replies = True  # whether the last observation came as a binary frame
 
     @property
@@ -133,20 +136,9 @@ class SyncSession:
         return cls(session=opened, loop=loop)
 
     @property
-    def url(self) -> str:
-        """The session's ``ws://`` URL."""
-        if self._connection is not None:
-            return self._connection.url
-        assert self._session is not None  # one of the two is set
-        return self._session.url
-
-    @property
     def closed(self) -> bool:
         """Whether the session is closed."""
-        if self._connection is not None:
-            return self._connection.closed
-        assert self._session is not None  # one of the two is set
-        return self._session.closed
+        return self._transport.closed
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Send one message and return the parsed reply (see :meth:`AsyncSession.request
