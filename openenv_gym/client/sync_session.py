@@ -68,18 +68,12 @@ class SyncSession:
     """
 
     def __init__(
-        self,
-        connection: BlockingConnection | None = None,
-        *,
-        session: AsyncSession | None = None,
-        loop: CallerLoop | None = None,
+        self, transport: BlockingConnection | AsyncSession, loop: CallerLoop | None = None
     ) -> None:
-        self._connection = connection
-        self._session = session
+        self._transport = transport
+        self._connection = transport if isinstance(transport, BlockingConnection) else None
+        self._session = transport if isinstance(transport, AsyncSession) else None
         self._loop = loop
-        transport = connection if connection is not None else session
-        assert transport is not None  # one of the two is set
-        self._transport: BlockingConnection | AsyncSession = transport
         #: The session's ``ws://`` URL.
         self.url: str = transport.url
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
@@ -133,7 +127,7 @@ class SyncSession:
         except BaseException:
             loop.close()
             raise
-        return cls(session=opened, loop=loop)
+        return cls(opened, loop)
 
     @property
     def closed(self) -> bool:
