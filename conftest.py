@@ -8,16 +8,24 @@ Stable-Baselines3 creates a log folder ``$TMPDIR/SB3-<date>`` for every model un
 ``SB3_LOGDIR`` names one, and torch caches compiled kernels in ``$TMPDIR/torchinductor_<user>``
 unless ``TORCHINDUCTOR_CACHE_DIR`` does: both point into pytest's temporary directory, so tests
 write nowhere else (child processes inherit the variables).
+
+Modules that import Ray when imported are left out of doctest collection where Ray is not
+installed (``.venv-gym-latest``); their tests skip there with ``importorskip``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.slow_tests import is_slow
+
+#: Modules whose import needs Ray.
+_NEEDS_RAY = ["openenv_gym/multiagent/rllib.py"]
+collect_ignore = [] if importlib.util.find_spec("ray") else _NEEDS_RAY
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marks

@@ -11,9 +11,17 @@ the frame lands: neither side pays for a wake-up. Both ends use it by default:
   (``--busy-poll-us``; :mod:`openenv_gym.server.turn_end`);
 * the client after each request, waiting for the reply (``busy_poll=`` of the envs).
 
-One rule, :class:`SpinRule`, decides on both ends whether a wait spins, from two
+One rule, :class:`SpinRule`, decides on both ends whether a wait spins, from three
 measurements (docs/vector.md has the figures behind it):
 
+* **the cores' load**: a spin pays only while a core is free for it. Every
+  :data:`LOAD_SAMPLE_EVERY` seconds (at most; only while waits come) the rule reads how many
+  tasks are runnable right now (``/proc/loadavg``'s fourth field, one read of about 10 µs)
+  and keeps a moving average of the tasks runnable beside the reader. While it reaches the
+  cores plus :data:`SPARE_MARGIN` (four CPU-bound processes on two cores, other
+  experiments, data loaders), no wait spins: each one sleeps in ``select`` at once, as
+  with ``busy_poll=0``, and no spin has to be preempted first to find it out. Where the
+  count cannot be read (not Linux), the preemption below is the only signal;
 * **the gaps**: each wait's gap until the frame came, measured by the spin when it spins
   and by the sleeping path when it does not. A gap under :data:`READY_GAP` (the frame was
   already there) is neither gain nor cost; a gap within the budget is a wake-up saved,
@@ -21,7 +29,9 @@ measurements (docs/vector.md has the figures behind it):
   budget. The rule spins while a moving average of these scores is positive: at least
   ``budget / WAKE_UP_COST`` saved wake-ups must come for each wasted budget (a learner busy
   with a gradient update, a slow environment, a link of milliseconds stop it);
-* **the preemption**: a spin yields the core at each turn (``sched_yield``), so it never
+* **the preemption** (the signal where the count cannot be read, or where a CPU quota
+  throttles the process without more tasks being runnable): a spin yields the core at each
+  turn (``sched_yield``), so it never
   keeps a runnable process off its core; but when the cores are oversubscribed (more
   runnable processes than cores: other experiments, data loaders, a learner's threads)
   every yield hands the core to another process for a whole time slice, and the frame
@@ -36,11 +46,11 @@ measurements (docs/vector.md has the figures behind it):
 The spin is also bounded (at most ``budget`` seconds per wait, then the caller sleeps as
 before), and the client's is **hybrid**: like the Linux block layer's hybrid polling, it
 first sleeps through part of the usual wait (:data:`NAP_SHARE` of a moving average of the
-waits its spins ended, less the timer's overshoot), then spins until ``budget`` is spent. A
-reply that takes 250 µs costs the client one short sleep and about 100 µs of spinning
-instead of 250 µs of spinning, and still finds it awake. (The server does not nap: a nap
-cannot end early, and a request that lands during one waits for it; measured, it cost a
-third of the steps/s.)
+waits its spins ended within the budget, less the timer's overshoot), then spins until
+``budget`` is spent. A reply that takes 250 µs costs the client one short sleep and about
+100 µs of spinning instead of 250 µs of spinning, and still finds it awake. (The server
+does not nap: a nap cannot end early, and a request that lands during one waits for it;
+measured, it cost a third of the steps/s.)
 
 Example:
     >>> rule = SpinRule(budget=500e-6)
@@ -49,6 +59,10 @@ Example:
     >>> rule.note_spin(wall=400e-6, cpu=40e-6, now=0.0)  # preempted: 10% of the CPU
     >>> rule.spin_pays(now=0.1), rule.spin_pays(now=0.3)  # quiet, then one probe
     (False, True)
+    >>> crowded = SpinRule(budget=500e-6, cores=2)
+    >>> crowded.note_runnable(6, now=0.0)  # 4 CPU-bound processes, the client, the server
+    >>> crowded.oversubscribed, crowded.spin_pays(now=0.0)
+    (True, False)
     >>> poller = BusyPoller(budget=50e-6)
     >>> poller.spin()   # no sockets registered: returns at once
     False
@@ -61,6 +75,7 @@ import math
 import os
 import select
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from openenv_gym.errors import EnvConfigError
@@ -98,10 +113,37 @@ NAP_SHARE: Final = 0.75
 MIN_NAP: Final = 30e-6
 #: Weight of a new wait in the moving average of a hybrid spin.
 WAIT_SMOOTHING: Final = 0.1
+#: The longest time (seconds) between two reads of the runnable tasks by :class:`SpinRule`.
+LOAD_SAMPLE_EVERY: Final = 0.05
+#: Weight of a new read in the moving average of the tasks runnable beside the reader.
+RUNNABLE_SMOOTHING: Final = 0.25
+#: No spin while that average reaches the cores plus this: the cores are oversubscribed
+#: (a vector env's client beside its two busy server processes on two cores is not).
+SPARE_MARGIN: Final = 0.5
+#: Where Linux says how many tasks are runnable right now (the fourth field, ``3/164``).
+LOADAVG_PATH: Final = "/proc/loadavg"
 
 _yield = getattr(os, "sched_yield", lambda: None)  # not on Windows: spin without yielding
 
 logger = logging.getLogger(__name__)
+
+
+def runnable_tasks(path: str = LOADAVG_PATH) -> int | None:
+    """How many tasks are runnable on the machine right now, the caller included (the
+    numerator of ``/proc/loadavg``'s fourth field); ``None`` where it cannot be read.
+
+    Example:
+        >>> count = runnable_tasks()
+        >>> count is None or count >= 1
+        True
+        >>> runnable_tasks("/nonexistent/loadavg") is None
+        True
+    """
+    try:
+        with open(path, "rb") as file:
+            return int(file.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def check_busy_poll(busy_poll: Any) -> float:
@@ -124,15 +166,22 @@ def check_busy_poll(busy_poll: Any) -> float:
 
 
 class SpinRule:
-    """Whether a wait spins, from the measured gaps and from whether spins are preempted
-    (see the module docstring). Fed measurements, it decides; it reads no clock itself.
+    """Whether a wait spins, from the cores' load, the measured gaps and whether spins are
+    preempted (see the module docstring). Fed measurements, it decides; it reads no clock
+    and no file itself.
 
     Args:
         budget: The spin's budget in seconds (the longest spin per wait).
+        cores: The machine's cores (default: ``os.cpu_count()``).
     """
 
-    def __init__(self, budget: float) -> None:
+    def __init__(self, budget: float, cores: int | None = None) -> None:
         self.budget = budget
+        self.cores = cores if cores is not None else os.cpu_count() or 1
+        #: Moving average of the tasks runnable beside the reader (``None``: not read yet).
+        self.others: float | None = None
+        #: When the runnable tasks are read next (``time.perf_counter`` seconds).
+        self.next_load_at = 0.0
         #: Moving average of the gaps' scores, in seconds (positive: spinning pays).
         self.score = WAKE_UP_COST
         #: Waits measured, spins judged and found preempted (for tests and the log).
@@ -151,9 +200,35 @@ class SpinRule:
         """Whether the gaps say spinning pays (preemption aside)."""
         return self.score > 0
 
+    @property
+    def oversubscribed(self) -> bool:
+        """Whether the tasks runnable beside the reader fill the cores (no spin then)."""
+        others = self.others
+        return others is not None and others >= self.cores + SPARE_MARGIN
+
     def spin_pays(self, now: float) -> bool:
         """Whether a wait starting at ``now`` should spin."""
-        return self.score > 0 and now >= self.quiet_until
+        return self.score > 0 and now >= self.quiet_until and not self.oversubscribed
+
+    def load_due(self, now: float) -> bool:
+        """Whether the runnable tasks should be read and given to :meth:`note_runnable`."""
+        return now >= self.next_load_at
+
+    def note_runnable(self, runnable: int | None, now: float) -> None:
+        """Take one read of the tasks runnable at ``now``, the reader included
+        (``None``: the count cannot be read here; it is not read again)."""
+        if runnable is None:
+            self.next_load_at = math.inf
+            return
+        self.next_load_at = now + LOAD_SAMPLE_EVERY
+        others = max(runnable - 1, 0)
+        was = self.oversubscribed
+        average = self.others
+        self.others = (
+            others if average is None else average + RUNNABLE_SMOOTHING * (others - average)
+        )
+        if was != self.oversubscribed:
+            self._log("%.1f tasks runnable beside this one on %d cores", self.others, self.cores)
 
     def note_gap(self, gap: float) -> None:
         """Score one wait whose frame came ``gap`` seconds after it started (a gap of at
@@ -209,12 +284,19 @@ class BusyPoller:
         budget: The longest spin per wait, in seconds; ``0`` disables spinning.
         hybrid: Sleep through part of the usual wait before spinning (see the module
             docstring).
+        runnable: Reads the tasks runnable right now (default: :func:`runnable_tasks`).
 
     Raises:
         ValueError: ``budget`` is negative.
     """
 
-    def __init__(self, budget: float = DEFAULT_BUSY_POLL, *, hybrid: bool = False) -> None:
+    def __init__(
+        self,
+        budget: float = DEFAULT_BUSY_POLL,
+        *,
+        hybrid: bool = False,
+        runnable: Callable[[], int | None] = runnable_tasks,
+    ) -> None:
         if budget < 0:
             raise ValueError(f"expected a busy-poll budget >= 0 seconds, got {budget}")
         self.budget = budget
@@ -223,6 +305,7 @@ class BusyPoller:
         self.usual_wait: float | None = None
         #: Decides whether a wait spins.
         self.rule = SpinRule(budget)
+        self._runnable = runnable
         self._poll = select.poll()
         self._fds: set[int] = set()
         self._started_at = time.perf_counter()
@@ -246,7 +329,12 @@ class BusyPoller:
         return self._spins_at(time.perf_counter())
 
     def _spins_at(self, now: float) -> bool:
-        return self.budget > 0 and bool(self._fds) and self.rule.spin_pays(now)
+        if self.budget <= 0 or not self._fds:
+            return False
+        rule = self.rule
+        if rule.load_due(now):
+            rule.note_runnable(self._runnable(), now)
+        return rule.spin_pays(now)
 
     def _nap(self) -> float:
         """How long a hybrid spin sleeps first (``0``: it spins at once)."""
@@ -256,7 +344,13 @@ class BusyPoller:
         nap = usual * NAP_SHARE - NAP_OVERSHOOT
         return nap if nap >= MIN_NAP else 0.0
 
-    def _note_wait(self, waited: float) -> None:
+    def note_wait(self, waited: float) -> None:
+        """Take the wait of a hybrid spin that found its frame ``waited`` seconds after it
+        started into the usual wait. A wait longer than the budget (a preempted spin) is
+        left out: it would make the next naps outlast the budget, unjudged (tens of ms
+        asleep per step under contention)."""
+        if waited > self.budget:
+            return
         usual = self.usual_wait
         self.usual_wait = waited if usual is None else usual + WAIT_SMOOTHING * (waited - usual)
 
@@ -295,7 +389,7 @@ class BusyPoller:
         rule.note_spin(end - spun_at, time.thread_time() - cpu_at, end)
         if found:
             if self.hybrid:
-                self._note_wait(end - now)
+                self.note_wait(end - now)
             rule.note_gap(end - now)
         else:
             rule.note_gap(self.budget + READY_GAP)
@@ -306,6 +400,8 @@ __all__ = [
     "DEFAULT_BUSY_POLL",
     "DEFAULT_CLIENT_BUSY_POLL",
     "FIRST_QUIET",
+    "LOADAVG_PATH",
+    "LOAD_SAMPLE_EVERY",
     "MAX_BUSY_POLL",
     "MAX_QUIET",
     "MIN_CPU_SHARE",
@@ -314,10 +410,13 @@ __all__ = [
     "NAP_OVERSHOOT",
     "NAP_SHARE",
     "READY_GAP",
+    "RUNNABLE_SMOOTHING",
     "SCORE_SMOOTHING",
+    "SPARE_MARGIN",
     "WAIT_SMOOTHING",
     "WAKE_UP_COST",
     "BusyPoller",
     "SpinRule",
     "check_busy_poll",
+    "runnable_tasks",
 ]

@@ -101,6 +101,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_code_block_runs[docs/multiagent.md:20]",  # 5 s
         "test_code_block_runs[docs/multiagent.md:44]",  # 4 s
         "test_code_block_runs[docs/multiagent.md:107]",  # 5 s
+        "test_code_block_runs[docs/multiagent.md:143]",  # 17 s: RLlib PPO self-play, one iteration
     ),
     "tests/envs/test_atari.py": (
         "test_binary_against_an_official_server_is_a_clear_error",  # 4 s

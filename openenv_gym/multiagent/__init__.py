@@ -3,6 +3,8 @@
 * :func:`make` / :class:`OpenEnvAECEnv`: one game as a PettingZoo ``AECEnv``;
   :func:`parallel_env`: its Parallel API through PettingZoo's turn-based conversion.
 * :class:`SelfPlayVectorEnv`: many games stepped together, one round trip per server.
+* :mod:`openenv_gym.multiagent.rllib` (the ``rllib`` extra, imported on its own): RLlib
+  multi-agent PPO with one shared, action-masked policy for every seat.
 
 Needs the ``multiagent`` extra (``pip install openenv-gym[multiagent]``: PettingZoo).
 

@@ -11,13 +11,15 @@ their replies (a spin must never hold a reply back), then decides whether to spi
 Whether to spin is decided by the one rule of both ends, :class:`~openenv_gym.busy_poll.SpinRule`
 (:mod:`openenv_gym.busy_poll`): each turn end that replied is followed by a gap until the
 next request arrives, measured by the spin when it spins and by the next read callback when
-it does not; the rule spins while the gaps say it pays and stops while spins are preempted
-(the cores oversubscribed). A few sessions stepped in a tight loop spin (every gap is short);
-hundreds of plain sessions from one client, whose next step comes milliseconds after the
-last reply of the previous one, stop spinning, and start again if the gaps shorten.
+it does not; the rule spins while the gaps say it pays, and stops while the cores are
+oversubscribed (more runnable tasks than cores) or spins are preempted. A few sessions
+stepped in a tight loop spin (every gap is short); hundreds of plain sessions from one
+client, whose next step comes milliseconds after the last reply of the previous one, stop
+spinning, and start again if the gaps shorten.
 
-While the gaps say spinning does not pay and the last gap measured was not one a spin would
-have saved, only one turn end in :data:`OFF_SAMPLE_EVERY` is measured: measuring every turn
+While the cores are oversubscribed, or the gaps say spinning does not pay and the last gap
+measured was not one a spin would have saved, only one turn end in :data:`OFF_SAMPLE_EVERY`
+is measured (the cores' load is read at most every 50 ms either way): measuring every turn
 (a scheduled callback and two clock reads) cost about 6 µs of the server's ~115 µs per plain
 CartPole step at 64-300 sessions, which an idle run showed as 0.94-0.97x of
 ``--busy-poll-us 0``. Once a measured gap is one a spin would have saved, every turn end is
@@ -74,13 +76,13 @@ class TurnEnd:
         self._schedule()
 
     def replied(self) -> None:
-        """A request was answered in this turn: at its end, spin if it pays (while it does
-        not, and the last gap was not a wake-up a spin would have saved, one turn end in
-        :data:`OFF_SAMPLE_EVERY` is measured)."""
+        """A request was answered in this turn: at its end, spin if it pays (while the
+        cores are oversubscribed, or it does not pay and the last gap was not a wake-up a
+        spin would have saved, one turn end in :data:`OFF_SAMPLE_EVERY` is measured)."""
         rule = self.rule
         if rule is None:
             return
-        if not rule.gaps_pay and not rule.last_saved:
+        if rule.oversubscribed or not (rule.gaps_pay or rule.last_saved):
             self._unmeasured += 1
             if self._unmeasured < OFF_SAMPLE_EVERY:
                 return

@@ -4,12 +4,8 @@ turn checks on the wire, and the vector of games."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -24,23 +20,12 @@ from openenv_gym.errors import GameOverError
 from openenv_gym.multiagent import SelfPlayVectorEnv, make, parallel_env
 from openenv_gym.server import ServerThread
 from openenv_gym.wire.messages import http_to_ws_url
-
-SERVER_FILE = Path(__file__).resolve().parents[2] / "examples" / "tictactoe_server.py"
-
-
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tictactoe_server", SERVER_FILE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pydantic resolves the models' annotations there
-    spec.loader.exec_module(module)
-    return module
+from tests.multiagent.conftest import tictactoe_example
 
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with ServerThread(_example().tictactoe_server(max_sessions=16)) as server:
+    with ServerThread(tictactoe_example().tictactoe_server(max_sessions=16)) as server:
         yield server.url
 
 

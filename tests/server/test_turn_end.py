@@ -58,8 +58,9 @@ class _Recorder:
 
 
 class _RecordingPoller(BusyPoller):
-    def __init__(self, events: list[str], budget: float) -> None:
-        super().__init__(budget)
+    def __init__(self, events: list[str], budget: float, runnable: int = 1) -> None:
+        # ``runnable``: the tasks runnable on the machine, as read (1: idle but the reader).
+        super().__init__(budget, runnable=lambda: runnable)
         self.events = events
 
     def spin(self) -> bool:
@@ -216,3 +217,32 @@ def test_a_preempted_server_sleeps_instead_of_spinning_and_measures_the_gap() ->
     assert events == []
     assert turn_end.turns == 1
     assert rule.gaps == 1
+
+
+def test_an_oversubscribed_server_sleeps_and_measures_one_turn_end_in_eight() -> None:
+    events: list[str] = []
+    left, right = socket.socketpair()
+    poller = _RecordingPoller(events, budget=5e-3, runnable=10_000)
+    poller.register(left.fileno())
+    turn_end = TurnEnd(poller)
+    rule = turn_end.rule
+    assert rule is not None
+    assert rule.gaps_pay  # the gaps alone would spin
+
+    async def turns(count: int) -> None:
+        for _ in range(count):
+            turn_end.replied()
+            await asyncio.sleep(0)
+            turn_end.heard()
+
+    try:
+        asyncio.run(turns(1))  # the first turn end reads the load: crowded, no spin
+        assert rule.oversubscribed
+        assert turn_end.turns == 1
+        asyncio.run(turns(8 * OFF_SAMPLE_EVERY))
+    finally:
+        left.close()
+        right.close()
+    assert events == []
+    assert rule.spins == 0
+    assert turn_end.turns == 1 + 8  # one turn end in OFF_SAMPLE_EVERY measured

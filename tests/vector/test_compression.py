@@ -285,7 +285,7 @@ def test_over_a_20_ms_link_the_client_s_busy_polling_pauses(
         assert proxy.address is not None
         host, port = proxy.address
         url = f"http://{host}:{port}"
-        poller = BusyPoller(DEFAULT_CLIENT_BUSY_POLL, hybrid=True)
+        poller = BusyPoller(DEFAULT_CLIENT_BUSY_POLL, hybrid=True, runnable=lambda: 1)  # idle
         paused = Opener(ConnectOptions(compression=ZSTD), "auto", True, None, poller=poller)
         (channel,) = paused.open_group(url, [0, 1], [], 1)
         try:
