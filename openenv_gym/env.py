@@ -54,7 +54,13 @@ from openenv_gym.client import (
     resolve_token,
     with_server_shape,
 )
-from openenv_gym.env_mapping import SpaceMapper, find_rgb_image, probe_session
+from openenv_gym.env_mapping import (
+    SpaceMapper,
+    episode_flags,
+    find_rgb_image,
+    probe_session,
+    reply_info,
+)
 from openenv_gym.errors import (
     ActionMaskUnavailableError,
     EnvNotPicklableError,
@@ -86,25 +92,8 @@ from openenv_gym.wire.messages import (
     step_message,
 )
 
-_ENVELOPE_INFO_KEY: Final = "metadata"
 #: The state field our servers put a rendered frame in (see :mod:`openenv_gym.spaces.frames`).
 FRAME_STATE_KEY: Final = "frame"
-
-
-def episode_flags(
-    codec: ObservationCodec, observation: Mapping[str, Any], done: bool
-) -> tuple[bool, bool]:
-    """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
-    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set
-    or the codec's :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
-    truncated_key = codec.truncated_key
-    truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
-    terminated_key = codec.terminated_key
-    if terminated_key is not None and terminated_key in observation:
-        return bool(observation[terminated_key]), truncated
-    if done and not truncated and codec.truncation_rule:
-        truncated = codec.truncates(observation)
-    return bool(done) and not truncated, truncated
 
 
 def _close_session_soon(session: Session) -> None:
@@ -505,15 +494,3 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         where = getattr(self, "base_url", None) or "not connected"
         form = getattr(self, "form", None)
         return f"<OpenEnvEnv {where}{f' ({form})' if form else ''}>"
-
-
-def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:
-    """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged."""
-    extras = codec.extras(reply.observation)
-    flags = (_ENVELOPE_INFO_KEY, codec.truncated_key, codec.terminated_key)
-    info = {k: v for k, v in extras.items() if k not in flags}
-    nested = extras.get(_ENVELOPE_INFO_KEY)
-    if isinstance(nested, dict):
-        info.update(nested)
-    info.update(reply.metadata)
-    return info

@@ -21,6 +21,8 @@
   server restarted at the same URL with other settings).
 * The RGB image of the observation space, if any (``render_mode="rgb_array"`` shows it):
   :func:`find_rgb_image`.
+* A reply in Gymnasium's terms, for the env and the vector env alike: its
+  ``(terminated, truncated)`` (:func:`episode_flags`) and its ``info`` (:func:`reply_info`).
 
 Example:
     >>> mapper = SpaceMapper("http://127.0.0.1:8000", token=None, timeout=10.0, options={})
@@ -70,6 +72,7 @@ from openenv_gym.spaces.tools import tool_codecs
 from openenv_gym.wire.messages import (
     HEALTH_PATH,
     METADATA_PATH,
+    ObservationReply,
     StateReply,
     reset_message,
     state_message,
@@ -439,9 +442,42 @@ def find_rgb_image(space: spaces.Space[Any]) -> tuple[str, ...] | None:
 __all__ = [
     "Probe",
     "SpaceMapper",
+    "episode_flags",
     "find_rgb_image",
     "forget_probes",
     "log_inferences",
     "log_sources",
     "probe_session",
+    "reply_info",
 ]
+
+
+_ENVELOPE_INFO_KEY: Final = "metadata"
+
+
+def episode_flags(
+    codec: ObservationCodec, observation: Mapping[str, Any], done: bool
+) -> tuple[bool, bool]:
+    """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
+    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set
+    or the codec's :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
+    truncated_key = codec.truncated_key
+    truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
+    terminated_key = codec.terminated_key
+    if terminated_key is not None and terminated_key in observation:
+        return bool(observation[terminated_key]), truncated
+    if done and not truncated and codec.truncation_rule:
+        truncated = codec.truncates(observation)
+    return bool(done) and not truncated, truncated
+
+
+def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:
+    """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged."""
+    extras = codec.extras(reply.observation)
+    flags = (_ENVELOPE_INFO_KEY, codec.truncated_key, codec.terminated_key)
+    info = {k: v for k, v in extras.items() if k not in flags}
+    nested = extras.get(_ENVELOPE_INFO_KEY)
+    if isinstance(nested, dict):
+        info.update(nested)
+    info.update(reply.metadata)
+    return info

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import queue
 import socket
 import subprocess
@@ -52,6 +51,7 @@ from dataclasses import dataclass
 from typing import IO, Final
 
 from openenv_gym.errors import LinkProxyError
+from openenv_gym.providers.local import spawn_unbuffered
 
 #: The most bytes one timed chunk carries (large reads are split, so pacing stays smooth).
 CHUNK_BYTES: Final = 16384
@@ -261,14 +261,7 @@ class LinkProxyProcess:
         Raises:
             LinkProxyError: The child exited or printed no ready line within ``timeout``.
         """
-        process = subprocess.Popen(
-            self.command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        process = spawn_unbuffered(self.command)
         self._process = process
         lines: list[str] = []
         found = threading.Event()

@@ -108,6 +108,29 @@ class Driver(Protocol):
         ...
 
 
+class WindowTimer:
+    """The bookkeeping of one timed window: its start, deadline, CPU start and latencies.
+
+    Example:
+        >>> timer = WindowTimer(0.0)
+        >>> timer.latencies.append(0.001)
+        >>> window = timer.window(timer.deadline)
+        >>> window.calls, window.latencies
+        (1, [0.001])
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.latencies: list[float] = []
+        self._cpu_start = time.process_time()
+        self.start = time.perf_counter()
+        self.deadline = self.start + seconds
+
+    def window(self, now: float) -> Window:
+        """The window that ended at ``now`` (a ``time.perf_counter()`` reading)."""
+        cpu_seconds = time.process_time() - self._cpu_start
+        return Window(len(self.latencies), now - self.start, cpu_seconds, self.latencies)
+
+
 def timed_loop(
     step: Callable[[Any], object],
     actions: ActionStream,
@@ -120,11 +143,8 @@ def timed_loop(
     outside the per-call latency (its time still counts in the window, as in training).
     """
     clock = time.perf_counter
-    latencies: list[float] = []
-    record = latencies.append
-    cpu_start = time.process_time()
-    start = clock()
-    deadline = start + seconds
+    timer = WindowTimer(seconds)
+    record, deadline = timer.latencies.append, timer.deadline
     while True:
         row = actions.next()
         before = clock()
@@ -135,7 +155,7 @@ def timed_loop(
             reset()
             now = clock()
         if now >= deadline:
-            return Window(len(latencies), now - start, time.process_time() - cpu_start, latencies)
+            return timer.window(now)
 
 
 class LoopDriver:

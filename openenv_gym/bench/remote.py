@@ -33,6 +33,7 @@ from openenv_gym.bench.measure import (
     Driver,
     LoopDriver,
     Window,
+    WindowTimer,
 )
 
 #: Why the official client's contenders need a package (their skip reason).
@@ -87,10 +88,8 @@ class OfficialGatherDriver:
 
         clients, encode = self._clients, self._encode
         clock = time.perf_counter
-        latencies: list[float] = []
-        cpu_start = time.process_time()
-        start = clock()
-        deadline = start + seconds
+        timer = WindowTimer(seconds)
+        record, deadline = timer.latencies.append, timer.deadline
         while True:
             row = actions.next()
             before = clock()
@@ -101,11 +100,9 @@ class OfficialGatherDriver:
             if done:
                 await asyncio.gather(*(client.reset() for client in done))
             now = clock()
-            latencies.append(now - before)
+            record(now - before)
             if now >= deadline:
-                return Window(
-                    len(latencies), now - start, time.process_time() - cpu_start, latencies
-                )
+                return timer.window(now)
 
     async def _close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._clients), return_exceptions=True)

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from openenv_gym.cli.command import Command, description_from_docstring
+from openenv_gym.cli.command import Command
 from openenv_gym.images.base_image import BASE_IMAGE
 from openenv_gym.images.env_images import IMAGES
 
@@ -100,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
 COMMAND: Final = Command(
     name="build",
     help="build the Docker images of our servers (streams a condensed log)",
-    description=description_from_docstring(__doc__),
     add_arguments=add_arguments,
     run=run,
 )

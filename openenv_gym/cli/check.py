@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from openenv_gym.argument_types import int_argument, positive_int
 from openenv_gym.cli.checker import Checker
-from openenv_gym.cli.command import Command, UsageError, description_from_docstring
+from openenv_gym.cli.command import Command, UsageError
 from openenv_gym.errors import SpaceMappingError
 
 #: Episodes ``--episodes`` surveys unless told (short ones: see :mod:`openenv_gym.cli.survey`).
@@ -161,22 +161,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="put an optional action field (one with a default) into the action space",
     )
     for role in ("observation", "action"):
-        mapping.add_argument(
-            f"--{role}-field-shape",
-            action="append",
-            type=field_shape,
-            default=[],
-            metavar="FIELD=N,N",
-            help=f"the shape of a {role} array of unstated length",
-        )
-        mapping.add_argument(
-            f"--{role}-field-space",
-            action="append",
-            type=field_space,
-            default=[],
-            metavar="FIELD=JSON",
-            help=f"an explicit space for a {role} field, as JSON (space_to_json)",
-        )
+        for flag, parse, metavar, help_text in (
+            ("shape", field_shape, "FIELD=N,N", f"the shape of a {role} array of unstated length"),
+            (
+                "space",
+                field_space,
+                "FIELD=JSON",
+                f"an explicit space for a {role} field, as JSON (space_to_json)",
+            ),
+        ):
+            mapping.add_argument(
+                f"--{role}-field-{flag}",
+                action="append",
+                type=parse,
+                default=[],
+                metavar=metavar,
+                help=help_text,
+            )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -221,7 +222,6 @@ def run(args: argparse.Namespace) -> int:
 COMMAND: Final = Command(
     name="check",
     help="check an OpenEnv server and print a report",
-    description=description_from_docstring(__doc__),
     add_arguments=add_arguments,
     run=run,
 )

@@ -16,7 +16,7 @@ Example:
     >>> def run(args: argparse.Namespace) -> int:
     ...     print(f"hello {args.name}")
     ...     return EXIT_OK
-    >>> hello = Command("hello", "greet someone", "Print a greeting.", add, run)
+    >>> hello = Command("hello", "greet someone", add, run, description="Print a greeting.")
     >>> commands = argparse.ArgumentParser(prog="demo").add_subparsers(dest="command")
     >>> parser = hello.register(commands)
     >>> args = parser.parse_args(["--name", "you"])
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,24 +113,28 @@ class Command:
     Attributes:
         name: The command name.
         help: One line for ``openenv-gym --help``.
-        description: The command's ``--help`` text (shown verbatim, line breaks kept).
         add_arguments: Adds the command's options (and sub-commands) to its parser.
         run: Runs the parsed command; returns the exit code. It may raise: ``openenv-gym``
             prints the error (see :func:`openenv_gym.cli.program.describe_error`) and exits 1.
+        description: The command's ``--help`` text (shown verbatim, line breaks kept);
+            default: the docstring of ``run``'s module (:func:`description_from_docstring`).
     """
 
     name: str
     help: str
-    description: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    description: str = ""
 
     def register(self, commands: Any) -> argparse.ArgumentParser:
         """Add this command to ``commands`` (an ``add_subparsers()`` action); return its parser."""
         parser: argparse.ArgumentParser = commands.add_parser(
             self.name,
             help=self.help,
-            description=wrap_description(self.description),
+            description=wrap_description(
+                self.description
+                or description_from_docstring(sys.modules[self.run.__module__].__doc__)
+            ),
             formatter_class=argparse.RawDescriptionHelpFormatter,
             parents=[common_options()],
         )

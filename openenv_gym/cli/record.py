@@ -40,7 +40,7 @@ from typing import Any, Final
 import numpy as np
 
 from openenv_gym.argument_types import json_object, positive_int
-from openenv_gym.cli.command import EXIT_OK, Command, UsageError, description_from_docstring
+from openenv_gym.cli.command import EXIT_OK, Command, UsageError
 
 DEFAULT_ENV_ID = "openenv/CartPole-v1"
 REMOTE_ENV_ID = "openenv/Remote-v0"
@@ -318,7 +318,6 @@ def run(args: argparse.Namespace) -> int:
 COMMAND: Final = Command(
     name="record",
     help="record episodes of a policy to Parquet (loadable with datasets)",
-    description=description_from_docstring(__doc__),
     add_arguments=add_arguments,
     run=run,
 )

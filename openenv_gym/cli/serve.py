@@ -185,23 +185,29 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "authenticated) at once; one more drops the oldest waiting one "
         f"(default: {DEFAULT_MAX_PENDING})",
     )
-    group.add_argument(
-        "--ping-interval",
-        type=ping_seconds("--ping-interval", MIN_PING_SECONDS, off=True),
-        default=DEFAULT_PING_INTERVAL,
-        metavar="S",
-        help="ping WebSocket connections silent for S seconds (at least "
-        f"{MIN_PING_SECONDS:g}); 0: never ping, so the sessions of frozen or vanished clients "
-        f"are kept (default: {DEFAULT_PING_INTERVAL:g})",
-    )
-    group.add_argument(
-        "--ping-timeout",
-        type=ping_seconds("--ping-timeout", MIN_PING_SECONDS, off=False),
-        default=DEFAULT_PING_TIMEOUT,
-        metavar="S",
-        help="drop a connection, and free its sessions, when its ping goes unanswered for "
-        f"S seconds (at least {MIN_PING_SECONDS:g}) (default: {DEFAULT_PING_TIMEOUT:g})",
-    )
+    for flag, off, default, help_text in (
+        (
+            "--ping-interval",
+            True,
+            DEFAULT_PING_INTERVAL,
+            f"ping WebSocket connections silent for S seconds (at least {MIN_PING_SECONDS:g}); "
+            "0: never ping, so the sessions of frozen or vanished clients are kept",
+        ),
+        (
+            "--ping-timeout",
+            False,
+            DEFAULT_PING_TIMEOUT,
+            "drop a connection, and free its sessions, when its ping goes unanswered for "
+            f"S seconds (at least {MIN_PING_SECONDS:g})",
+        ),
+    ):
+        group.add_argument(
+            flag,
+            type=ping_seconds(flag, MIN_PING_SECONDS, off=off),
+            default=default,
+            metavar="S",
+            help=f"{help_text} (default: {default:g})",
+        )
     group.add_argument(
         "--max-message-size",
         type=positive_int,

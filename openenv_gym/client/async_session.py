@@ -53,7 +53,7 @@ from openenv_gym.errors import (
     SessionClosedError,
 )
 from openenv_gym.wire.compressed import compression_offer
-from openenv_gym.wire.encoding import Encoding, encoding_of
+from openenv_gym.wire.encoding import EncodedLink, Encoding, encoding_of
 from openenv_gym.wire.messages import (
     WORKER_HEADER,
     ObservationReply,
@@ -74,7 +74,7 @@ def _drop_socket(transport: asyncio.BaseTransport | None) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class AsyncSession:
+class AsyncSession(EncodedLink):
     """One OpenEnv WebSocket session (one env instance on the server), used on the loop.
 
     Create it with :meth:`open`. Requests are strictly one at a time: send, then await
@@ -108,16 +108,6 @@ class AsyncSession:
         ``X-OpenEnv-Gym-Worker`` handshake header), ``None`` when not named."""
         response = self._connection.response
         return response.headers.get(WORKER_HEADER) if response is not None else None
-
-    @property
-    def binary(self) -> bool:
-        """Whether observation replies may come as binary frames."""
-        return self.encoding.binary_frames
-
-    @property
-    def batch(self) -> bool:
-        """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""
-        return self.encoding.multiplexed
 
     @property
     def subprotocol(self) -> str | None:

@@ -57,7 +57,7 @@ from openenv_gym.errors import (
     ServerConnectionError,
     SessionClosedError,
 )
-from openenv_gym.wire.encoding import Encoding, encoding_of
+from openenv_gym.wire.encoding import EncodedLink, Encoding, encoding_of
 from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT, WORKER_HEADER, http_to_ws_url
 
 _CHUNK: Final = 256 * 1024
@@ -79,7 +79,7 @@ def _on_loopback(sock: socket.socket) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
-class BlockingConnection:
+class BlockingConnection(EncodedLink):
     """One WebSocket connection used from one thread at a time; see the module docstring.
 
     Create it with :meth:`open`.
@@ -125,11 +125,6 @@ class BlockingConnection:
         #: (a proxy or a container port published on 127.0.0.1 counts as loopback).
         self.peer_on_loopback = unix_path is not None or _on_loopback(sock)
 
-    @property
-    def binary(self) -> bool:
-        """Whether observation replies may come as binary frames."""
-        return self.encoding.binary_frames
-
     def fileno(self) -> int:
         """The socket's file descriptor (to wait on several connections with ``select``)."""
         return self._fd
@@ -138,11 +133,6 @@ class BlockingConnection:
     def has_message(self) -> bool:
         """Whether a complete message is already read and waits for :meth:`receive`."""
         return bool(self._pending)
-
-    @property
-    def batch(self) -> bool:
-        """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""
-        return self.encoding.multiplexed
 
     @property
     def subprotocol(self) -> str | None:

@@ -30,7 +30,7 @@ def send_many(
 ) -> list[OpenEnvGymError | None]:
     """Send ``frames[i]`` on ``connections[i]`` for every i; never waits for a reply.
 
-    Returns what :func:`receive_many` takes: ``None`` for a frame sent, a
+    Returns what :func:`receive_each` takes: ``None`` for a frame sent, a
     ``SessionClosedError`` for a connection closed before (nothing sent). A connection
     that broke while sending reports it when its reply is read (a refused session sends an
     error frame, then closes: that frame is still to be read).
@@ -43,7 +43,7 @@ def send_many(
         try:
             connection.send(frames[i])
         except ConnectionLostError:
-            pass  # receive_many reads what is queued, then reports the broken connection
+            pass  # receive_each reads what is queued, then reports the broken connection
         except SessionClosedError as exc:
             sent[i] = exc
     return sent
@@ -79,22 +79,12 @@ def receive_each(
         yield reply
 
 
-def receive_many(
-    connections: Sequence[BlockingConnection],
-    sent: Sequence[OpenEnvGymError | None],
-    timeout: float,
-) -> list[str | bytes | OpenEnvGymError]:
-    """Every reply of :func:`receive_each` (the same arguments, the same failures in place
-    of replies), as a list."""
-    return list(receive_each(connections, sent, timeout))
-
-
 def exchange_many(
     connections: Sequence[BlockingConnection], frames: Sequence[str | bytes], timeout: float
 ) -> list[str | bytes | OpenEnvGymError]:
     """Send ``frames[i]`` on ``connections[i]`` for every i, then read every reply (see
-    :func:`receive_many` for what comes in place of a reply)."""
-    return receive_many(connections, send_many(connections, frames), timeout)
+    :func:`receive_each` for what comes in place of a reply)."""
+    return list(receive_each(connections, send_many(connections, frames), timeout))
 
 
-__all__ = ["exchange_many", "receive_each", "receive_many", "send_many"]
+__all__ = ["exchange_many", "receive_each", "send_many"]

@@ -68,22 +68,19 @@ class SyncSession:
     """
 
     def __init__(
-        self,
-        connection: BlockingConnection | None = None,
-        *,
-        session: AsyncSession | None = None,
-        loop: CallerLoop | None = None,
+        self, transport: BlockingConnection | AsyncSession, loop: CallerLoop | None = None
     ) -> None:
-        self._connection = connection
-        self._session = session
+        self._transport = transport
+        self._connection = transport if isinstance(transport, BlockingConnection) else None
+        self._session = transport if isinstance(transport, AsyncSession) else None
         self._loop = loop
-        agreed = connection.encoding if connection is not None else None
-        if session is not None:
-            agreed = session.encoding
-        assert agreed is not None  # one of the two is set
+        #: The session's ``ws://`` URL.
+        self.url: str = transport.url
         #: The encoding the server agreed to (:mod:`openenv_gym.wire.encoding`).
-        self.encoding: Encoding = agreed
-        self.compression_policy = CompressionPolicy(WARMUP_STEPS) if agreed.measured else None
+        self.encoding: Encoding = transport.encoding
+        self.compression_policy = (
+            CompressionPolicy(WARMUP_STEPS) if self.encoding.measured else None
+        )
         self._binary_replies = True  # whether the last observation came as a binary frame
 
     @property
@@ -130,23 +127,12 @@ class SyncSession:
         except BaseException:
             loop.close()
             raise
-        return cls(session=opened, loop=loop)
-
-    @property
-    def url(self) -> str:
-        """The session's ``ws://`` URL."""
-        if self._connection is not None:
-            return self._connection.url
-        assert self._session is not None  # one of the two is set
-        return self._session.url
+        return cls(opened, loop)
 
     @property
     def closed(self) -> bool:
         """Whether the session is closed."""
-        if self._connection is not None:
-            return self._connection.closed
-        assert self._session is not None  # one of the two is set
-        return self._session.closed
+        return self._transport.closed
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Send one message and return the parsed reply (see :meth:`AsyncSession.request

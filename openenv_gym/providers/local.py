@@ -41,6 +41,21 @@ from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT
 _LOG_LINES: Final = 200
 
 
+def spawn_unbuffered(
+    command: Sequence[str], env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Start ``command``: stdin a pipe, stdout and stderr one text pipe, Python's output
+    unbuffered (so a ready line arrives as it is printed), ``env`` over this environment."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+
+
 def _terminate(process: subprocess.Popen[str], grace: float = 5.0) -> None:
     """Stop a child process: SIGTERM, wait, then SIGKILL. Never raises."""
     if process.poll() is not None:
@@ -151,20 +166,12 @@ class LocalServerProcess(ServerProvider):
         """
         if self._base_url is not None:
             return self._base_url
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self._env}
         # A provider may be started again after stop() (a reconnecting vector env does).
         self._ready = threading.Event()
         self._ready_info = {}
         if self._unix_socket:  # short: socket paths are limited to ~100 bytes
             self._unix_base = os.path.join(tempfile.gettempdir(), f"oeg-{uuid.uuid4().hex[:12]}")
-        process = subprocess.Popen(
-            self.command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
+        process = spawn_unbuffered(self.command, self._env)
         self._process = process
         self._finalizer = weakref.finalize(self, _terminate, process)
         threading.Thread(

@@ -451,6 +451,34 @@ class OpenEnvServer:
         self.admission.closed(connection)
 
 
+def probed_server(
+    env_factory: Callable[[], Environment[Any, Any, Any]],
+    *,
+    state_type: type[BaseModel],
+    action_type: type[BaseModel] | None = None,
+    observation_type: type[BaseModel] | None = None,
+    **server_kwargs: Any,
+) -> OpenEnvServer:
+    """An :class:`OpenEnvServer` of ``env_factory`` whose metadata (and models, where not
+    given: the probe's ``action_model`` and ``observation_model``) come from one probe
+    environment built and closed up front, so a bad option fails at server start."""
+    probe = env_factory()
+    try:
+        action_type = action_type or probe.action_model  # type: ignore[attr-defined]
+        observation_type = observation_type or probe.observation_model  # type: ignore[attr-defined]
+        metadata = probe.get_metadata()
+    finally:
+        probe.close()
+    return OpenEnvServer(
+        env_factory,
+        action_type=action_type,
+        observation_type=observation_type,
+        state_type=state_type,
+        metadata=metadata,
+        **server_kwargs,
+    )
+
+
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "HARD_CAP_FACTOR",
@@ -458,4 +486,5 @@ __all__ = [
     "STOP_TIMEOUT",
     "OpenEnvServer",
     "format_url",
+    "probed_server",
 ]

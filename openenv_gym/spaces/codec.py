@@ -97,14 +97,7 @@ class ObservationCodec:
                 f"got {describe_value(observation)}"
             )
         try:
-            if self.key is None:
-                return self._codec.decode(observation, "")
-            if self.key not in observation:
-                raise CodecError(
-                    f"field {self.key!r}: missing; the observation has fields {list(observation)}",
-                    field=self.key,
-                )
-            return self._codec.decode(observation[self.key], self.key)
+            return _decode_object(self._codec, self.key, observation, "observation")
         except CodecError as exc:
             raise self._mismatch(exc, observation) from exc
 
@@ -366,14 +359,7 @@ class ActionCodec:
                 f"expected the action as an object of fields, got {describe_value(data)}"
             )
         try:
-            if self.key is None:
-                return self._codec.decode(data, "")
-            if self.key not in data:
-                raise CodecError(
-                    f"field {self.key!r}: missing; the action has fields {list(data)}",
-                    field=self.key,
-                )
-            return self._codec.decode(data[self.key], self.key)
+            return _decode_object(self._codec, self.key, data, "action")
         except CodecError as exc:
             raise ActionOutOfSpaceError(
                 f"the action does not fit the action space {describe_space(self.space)}: {exc}",
@@ -449,6 +435,17 @@ def action_codec(
             hints=hints,
         )
     )
+
+
+def _decode_object(codec: FieldCodec, key: str | None, data: Mapping[str, Any], what: str) -> Any:
+    """Decode the wire object ``data`` (an ``what``) with ``codec``: whole where ``key`` is
+    ``None``, else its ``key`` field (a :class:`~openenv_gym.errors.CodecError` where
+    ``data`` has none)."""
+    if key is None:
+        return codec.decode(data, "")
+    if key not in data:
+        raise CodecError(f"field {key!r}: missing; the {what} has fields {list(data)}", field=key)
+    return codec.decode(data[key], key)
 
 
 def _unwrap(codec: FieldCodec) -> FieldCodec:

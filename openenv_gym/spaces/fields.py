@@ -372,20 +372,28 @@ class DictCodec(FieldCodec):
         self.codecs: dict[str, FieldCodec] = dict(items)
         self.space = spaces.Dict([(key, codec.space) for key, codec in items])
 
+    @property
+    def wire_keys(self) -> list[str]:
+        """The fields as they travel."""
+        return list(self.codecs)
+
     def decode(self, wire: Any, path: str) -> OrderedDict[str, Any]:
         if not isinstance(wire, Mapping):
-            raise self._mismatch(path, f"an object with fields {list(self.codecs)}", wire)
-        out: OrderedDict[str, Any] = OrderedDict()
-        for key, codec in self.codecs.items():
-            sub = _join(path, key)
-            if key not in wire:
-                raise CodecError(
-                    f"field {sub!r}: missing; expected a value for {describe_space(codec.space)}, "
-                    f"the object has fields {list(wire)}",
-                    field=sub,
-                )
-            out[key] = codec.decode(wire[key], sub)
-        return out
+            raise self._mismatch(path, f"an object with fields {self.wire_keys}", wire)
+        return OrderedDict(
+            (key, self._decode_field(wire, key, codec, _join(path, key)))
+            for key, codec in self.codecs.items()
+        )
+
+    def _decode_field(self, wire: Mapping[str, Any], key: str, codec: FieldCodec, sub: str) -> Any:
+        """Field ``key`` of the object ``wire`` (``sub`` is its dotted path)."""
+        if key not in wire:
+            raise CodecError(
+                f"field {sub!r}: missing; expected a value for {describe_space(codec.space)}, "
+                f"the object has fields {list(wire)}",
+                field=sub,
+            )
+        return codec.decode(wire[key], sub)
 
     def encode(self, value: Any, path: str) -> dict[str, Any]:
         return {

@@ -36,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
@@ -103,25 +102,12 @@ class ObjectCodec(DictCodec):
         super().__init__(pairs)
         self.optional = frozenset(optional)
 
-    def decode(self, wire: Any, path: str) -> OrderedDict[str, Any]:
-        if not isinstance(wire, Mapping):
-            raise self._mismatch(path, f"an object with fields {self.wire_keys}", wire)
-        out: OrderedDict[str, Any] = OrderedDict()
-        for key, codec in self.codecs.items():
-            sub = _join(path, key)
-            if isinstance(codec, PresenceCodec):
-                out[key] = codec.decode(wire.get(codec.field), sub)
-            elif key in wire:
-                out[key] = codec.decode(wire[key], sub)
-            elif key in self.flags:  # a nullable field left out is None
-                out[key] = codec.decode(None, sub)
-            else:
-                raise CodecError(
-                    f"field {sub!r}: missing; expected a value for {describe_space(codec.space)}, "
-                    f"the object has fields {list(wire)}",
-                    field=sub,
-                )
-        return out
+    def _decode_field(self, wire: Mapping[str, Any], key: str, codec: FieldCodec, sub: str) -> Any:
+        if isinstance(codec, PresenceCodec):
+            return codec.decode(wire.get(codec.field), sub)
+        if key not in wire and key in self.flags:  # a nullable field left out is None
+            return codec.decode(None, sub)
+        return super()._decode_field(wire, key, codec, sub)
 
     @property
     def wire_keys(self) -> list[str]:

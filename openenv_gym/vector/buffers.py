@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from openenv_gym.env import reply_info
+from openenv_gym.env_mapping import reply_info
 from openenv_gym.errors import ActionMaskUnavailableError, OpenEnvGymError
 from openenv_gym.spaces import ActionCodec, ObservationCodec
 from openenv_gym.vector.infos import AddInfo, merge_result_infos

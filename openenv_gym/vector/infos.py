@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from openenv_gym.env import reply_info
+from openenv_gym.env_mapping import reply_info
 from openenv_gym.spaces import ObservationCodec
 from openenv_gym.wire.batch import BatchResult
 

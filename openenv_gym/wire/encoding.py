@@ -296,6 +296,23 @@ def encoding_of(subprotocol: str | None) -> Encoding:
     return _BY_SUBPROTOCOL.get(subprotocol, JSON)
 
 
+class EncodedLink:
+    """The frames of a client connection, read from the :class:`Encoding` its server agreed
+    (set as ``encoding`` when the connection opens)."""
+
+    encoding: Encoding
+
+    @property
+    def binary(self) -> bool:
+        """Whether observation replies may come as binary frames."""
+        return self.encoding.binary_frames
+
+    @property
+    def batch(self) -> bool:
+        """Whether this connection carries K sessions (``openenv-gym.batch.v1``)."""
+        return self.encoding.multiplexed
+
+
 def accept_subprotocol(offered: Sequence[str]) -> str | None:
     """The subprotocol a server accepts from a client's offer: the best registered one,
     or ``None`` (plain JSON; never a failure: official clients offer none)."""
@@ -419,6 +436,7 @@ __all__ = [
     "NEGOTIATED",
     "REGISTRY",
     "SHARED_MEMORY",
+    "EncodedLink",
     "Encoding",
     "EncodingChoice",
     "accept_subprotocol",

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from openenv_gym.env import reply_info
+from openenv_gym.env_mapping import reply_info
 from openenv_gym.spaces import X_OBSERVATION_KEY, ObservationCodec, observation_codec
 from openenv_gym.vector.infos import merge_result_infos
 from openenv_gym.wire.batch import BatchResult, encode_batch_result, parse_batch_result

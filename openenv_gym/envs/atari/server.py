@@ -16,7 +16,7 @@ from typing import Any
 from openenv_gym.envs.atari.environment import AtariEnvironment
 from openenv_gym.envs.atari.models import AtariState
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
-from openenv_gym.server.app import OpenEnvServer
+from openenv_gym.server.app import OpenEnvServer, probed_server
 
 
 def atari_server(game: str | None = None, /, **kwargs: Any) -> OpenEnvServer:
@@ -34,24 +34,11 @@ def atari_server(game: str | None = None, /, **kwargs: Any) -> OpenEnvServer:
     if game is not None:
         kwargs["game"] = game
     options, server_kwargs = ATARI_OPTIONS.split(kwargs)
-    probe = AtariEnvironment(**options)
-    try:
-        action_type, observation_type = probe.action_model, probe.observation_model
-        metadata = probe.get_metadata()
-    finally:
-        probe.close()
 
     def make_atari_environment() -> AtariEnvironment:
         return AtariEnvironment(**options)
 
-    return OpenEnvServer(
-        make_atari_environment,
-        action_type=action_type,
-        observation_type=observation_type,
-        state_type=AtariState,
-        metadata=metadata,
-        **server_kwargs,
-    )
+    return probed_server(make_atari_environment, state_type=AtariState, **server_kwargs)
 
 
 __all__ = ["atari_server"]

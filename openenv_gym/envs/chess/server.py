@@ -13,7 +13,7 @@ from typing import Any
 from openenv_gym.envs.chess.environment import ChessEnvironment
 from openenv_gym.envs.chess.models import ChessAction, ChessObservation, ChessState
 from openenv_gym.envs.chess.options import CHESS_OPTIONS
-from openenv_gym.server.app import OpenEnvServer
+from openenv_gym.server.app import OpenEnvServer, probed_server
 
 
 def chess_server(**kwargs: Any) -> OpenEnvServer:
@@ -29,21 +29,15 @@ def chess_server(**kwargs: Any) -> OpenEnvServer:
         UCIEngineNotFoundError: ``opponent="uci"`` and no engine was found.
     """
     options, server_kwargs = CHESS_OPTIONS.split(kwargs)
-    probe = ChessEnvironment(**options)
-    try:
-        metadata = probe.get_metadata()
-    finally:
-        probe.close()
 
     def make_chess_environment() -> ChessEnvironment:
         return ChessEnvironment(**options)
 
-    return OpenEnvServer(
+    return probed_server(
         make_chess_environment,
         action_type=ChessAction,
         observation_type=ChessObservation,
         state_type=ChessState,
-        metadata=metadata,
         **server_kwargs,
     )
 

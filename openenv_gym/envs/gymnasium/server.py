@@ -17,7 +17,7 @@ from typing import Any
 
 from openenv_gym.envs.gymnasium.environment import GymnasiumEnvironment
 from openenv_gym.envs.gymnasium.models import GymnasiumState
-from openenv_gym.server.app import OpenEnvServer
+from openenv_gym.server.app import OpenEnvServer, probed_server
 
 
 def gymnasium_server(
@@ -36,24 +36,11 @@ def gymnasium_server(
         SpaceMappingError: A space is not Box, Discrete, MultiDiscrete or MultiBinary.
     """
     kwargs = dict(make_kwargs or {})
-    probe = GymnasiumEnvironment(env_id, **kwargs)
-    try:
-        action_type, observation_type = probe.action_model, probe.observation_model
-        metadata = probe.get_metadata()
-    finally:
-        probe.close()
 
     def make_gymnasium_environment() -> GymnasiumEnvironment:
         return GymnasiumEnvironment(env_id, **kwargs)
 
-    return OpenEnvServer(
-        make_gymnasium_environment,
-        action_type=action_type,
-        observation_type=observation_type,
-        state_type=GymnasiumState,
-        metadata=metadata,
-        **server_kwargs,
-    )
+    return probed_server(make_gymnasium_environment, state_type=GymnasiumState, **server_kwargs)
 
 
 __all__ = ["gymnasium_server"]
