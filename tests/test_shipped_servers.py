@@ -11,7 +11,13 @@ from gymnasium import spaces
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import NoStateRouteError, SpaceMappingError
 from tests.official_peer import serve_official_app
-from tests.third_party_servers.shipped import bare_reset_app, defaults_app
+from tests.third_party_servers.fastapi_apps import WalkAction
+from tests.third_party_servers.shipped import (
+    any_action_app,
+    bare_reset_app,
+    defaults_app,
+    schema_app,
+)
 
 
 def _make(url: str, **kwargs: Any) -> gym.Env[Any, Any]:
@@ -70,6 +76,39 @@ def test_a_bare_observation_as_the_reset_reply_is_the_observation() -> None:
         try:
             obs, _ = env.reset(seed=5)
             assert {k: int(v) for k, v in obs.items()} == {"position": 1, "steps": 0}
+            _walk(env)
+            assert all(set(body) == {"direction"} for body in app.state.bodies)
+        finally:
+            env.close()
+
+
+@pytest.mark.parametrize("shape", ["aliases", "wrapper"])
+def test_a_hand_written_schema_route_plays_with_no_keyword(shape: str) -> None:
+    app = schema_app(shape)  # type: ignore[arg-type]
+    with serve_official_app(app) as url:
+        env = _make(url)
+        try:
+            assert env.unwrapped.space_sources.observation == "GET /schema"
+            assert env.action_space == spaces.Discrete(3)
+            assert set(env.observation_space.spaces) == {"position", "steps"}
+            _walk(env)
+            assert app.state.bodies
+        finally:
+            env.close()
+
+
+def test_an_untyped_action_wrapper_asks_for_action_model_not_a_box() -> None:
+    app = any_action_app()
+    with serve_official_app(app) as url:
+        with pytest.raises(SpaceMappingError) as info:
+            _make(url)
+        message = str(info.value)
+        assert "no source gives the action's fields" in message
+        assert "{'action': ...} with an untyped action" in message
+        assert "action_model=" in message
+        assert "Box" not in message
+        env = _make(url, action_model=WalkAction)  # the keyword the error names
+        try:
             _walk(env)
             assert all(set(body) == {"direction"} for body in app.state.bodies)
         finally:

@@ -179,13 +179,18 @@ def get_json(
 def fetch_schema(
     base_url: str, *, timeout: float = DEFAULT_CONNECT_TIMEOUT, token: str | None = None
 ) -> dict[str, Any]:
-    """``GET /schema``: ``{"action": JSONSchema, "observation": JSONSchema, "state": ...}``.
+    """``GET /schema``: ``{"action": JSONSchema, "observation": JSONSchema, "state": ...}``
+    (``action_schema`` / ``observation_schema`` are read as ``action`` / ``observation``).
 
     Raises:
         AuthenticationError: The server refused the token.
         NotAnOpenEnvServerError: The reply lacks the action/observation schemas.
     """
     schema = get_json(base_url, SCHEMA_PATH, timeout=timeout, token=token)
+    for role in ("action", "observation") if isinstance(schema, dict) else ():
+        alias = schema.get(f"{role}_schema")  # hand-written servers' names
+        if not isinstance(schema.get(role), dict) and isinstance(alias, dict):
+            schema[role] = alias
     if not (
         isinstance(schema, dict)
         and isinstance(schema.get("action"), dict)

@@ -70,8 +70,11 @@ def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
         action, step_body = _action_of_body(body, openapi)
         if action is None:
             notes.append(
-                "GET /openapi.json: the body of POST /step is an untyped object (no fields)"
+                "GET /openapi.json: the body of POST /step is "
+                + ("{'action': ...} with an untyped action" if step_body else "an untyped object")
+                + " (no fields)"
             )
+            step_body = None
         else:
             schemas["action"] = _standalone(action, components)
             sources["action"] = OPENAPI_STEP_BODY
@@ -148,6 +151,12 @@ def _is_typed_object(schema: Mapping[str, Any] | None) -> bool:
     )
 
 
+#: Keys that give a JSON Schema a type (an ``Any`` field has none of them).
+_TYPING_KEYS: Final = frozenset(
+    {"type", "anyOf", "oneOf", "allOf", "enum", "const", "properties", "$ref"}
+)
+
+
 def _action_of_body(
     body: Mapping[str, Any], root: Mapping[str, Any]
 ) -> tuple[Mapping[str, Any] | None, str | None]:
@@ -158,8 +167,10 @@ def _action_of_body(
     properties = body["properties"]
     inner = follow_refs(properties.get("action"), root)
     is_object = inner is None or inner.get("type") == "object" or "properties" in inner
-    if "action" in properties and is_object:
-        return (inner, "wrapped") if _is_typed_object(inner) else (None, None)
+    # {"action": Any}: the wrapper of an action the document does not type
+    untyped = inner is not None and not _TYPING_KEYS.intersection(inner)
+    if "action" in properties and (is_object or untyped):
+        return (inner, "wrapped") if _is_typed_object(inner) else (None, "wrapped")
     fields = {k: v for k, v in properties.items() if k not in _STEP_ENVELOPE}
     if not fields:
         return None, None

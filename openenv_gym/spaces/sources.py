@@ -44,7 +44,7 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter
 
 from openenv_gym.errors import SpaceMappingError
-from openenv_gym.spaces.openapi import OPENAPI_STEP_BODY, openapi_schemas
+from openenv_gym.spaces.openapi import OPENAPI_STEP_BODY, follow_refs, openapi_schemas
 
 #: The name of each source, as the log of inferred spaces and ``check`` print it.
 SCHEMA_SOURCE: Final = "GET /schema"
@@ -157,14 +157,14 @@ def find_schemas(
         SpaceMappingError: No source gives the action (names ``action_model=``), or a model
             is neither a Pydantic class nor a dataclass.
     """
-    found: dict[str, Any] = dict(schema) if schema is not None else {}
+    found: dict[str, Any] = served_schema(schema) if schema is not None else {}
     names: dict[str, str] = {}
     notes = list(tried)
     for role, model in (("action", action_model), ("observation", observation_model)):
         if model is not None:
             found[role] = model_schema(model, role)
             names[role] = f"{role}_model={_model_name(model)}"
-        elif schema is not None and isinstance(schema.get(role), Mapping):
+        elif isinstance(found.get(role), Mapping):
             names[role] = SCHEMA_SOURCE
     step_body = None
     if len(names) < 2 and openapi is not None:
@@ -183,6 +183,34 @@ def find_schemas(
     return FoundSchemas(
         found, SpaceSources(names["action"], names["observation"], step_body, tuple(notes))
     )
+
+
+def served_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``GET /schema``'s body with an observation schema that is the reply wrapper (a typed
+    object field ``observation`` beside others, e.g. ``{observation: {...}, task_id}``)
+    unwrapped: the observation a reply carries is the inner object.
+
+    Example:
+        >>> inner = {"type": "object", "properties": {"queue": {"type": "integer"}}}
+        >>> served = served_schema(
+        ...     {"observation": {"properties": {"observation": inner, "task_id": {}}}}
+        ... )
+        >>> list(served["observation"]["properties"])
+        ['queue']
+    """
+    found = dict(schema)
+    observation = found.get("observation")
+    fields = observation.get("properties") if isinstance(observation, Mapping) else None
+    if isinstance(observation, Mapping) and isinstance(fields, Mapping) and "observation" in fields:
+        inner = follow_refs(fields["observation"], observation)
+        if (
+            inner is not None
+            and isinstance(inner.get("properties"), Mapping)
+            and inner["properties"]
+        ):
+            defs = {k: observation[k] for k in ("$defs", "definitions") if k in observation}
+            found["observation"] = {**inner, **defs}
+    return found
 
 
 def no_action_message(tried: list[str], call: str, env_name: str | None) -> str:
@@ -282,4 +310,5 @@ __all__ = [
     "model_schema",
     "no_action_message",
     "observation_schema_from_sample",
+    "served_schema",
 ]

@@ -7,6 +7,10 @@ received in ``app.state.bodies``:
   ``dict[int, int]``) has no space (grid2op's ``do_nothing`` + ``line_set``); observation
   keys that only a reset shows; no ``GET /state``.
 * :func:`bare_reset_app`: ``/reset`` answers the bare observation, ``/step`` the envelope.
+* :func:`schema_app`: untyped bodies, and a hand-written ``GET /schema``: with the keys
+  ``action_schema`` / ``observation_schema`` (ICU-Guardian), or with the reply wrapper as the
+  ``observation`` (traffic-signal).
+* :func:`any_action_app`: ``POST /step`` takes ``{"action": Any}`` (bioreactor).
 
 Example:
     >>> from fastapi.testclient import TestClient
@@ -23,7 +27,9 @@ Example:
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
 
 from tests.third_party_servers.fastapi_apps import (
@@ -101,5 +107,62 @@ def bare_reset_app() -> FastAPI:
         app.state.bodies.append(action.model_dump())
         observation, reward, done = game.step(action.direction)
         return StepResponse(observation=WalkObservation(**observation), reward=reward, done=done)
+
+    return app
+
+
+class AnyStep(BaseModel):
+    """A body that wraps an action the document does not type."""
+
+    action: Any
+
+
+def any_action_app() -> FastAPI:
+    """``POST /step`` with body ``{"action": Any}``; the action is a walk action."""
+    app = FastAPI(title="any-action")
+    game = Walk()
+    app.state.bodies = []
+    _health(app)
+
+    @app.post("/reset")
+    def reset(request: ResetRequest) -> dict[str, Any]:
+        return {"observation": game.reset(request.seed), "reward": None, "done": False}
+
+    @app.post("/step")
+    def step(body: AnyStep) -> dict[str, Any]:
+        app.state.bodies.append(body.action)
+        observation, reward, done = game.step(WalkAction(**body.action).direction)
+        return {"observation": observation, "reward": reward, "done": done}
+
+    return app
+
+
+def schema_app(shape: Literal["aliases", "wrapper"]) -> FastAPI:
+    """Untyped ``/reset`` and ``/step`` bodies; ``GET /schema`` in the given shape."""
+    app = FastAPI(title=f"schema-{shape}")
+    game = Walk()
+    app.state.bodies = []
+    _health(app)
+
+    @app.get("/schema")
+    def schema() -> dict[str, Any]:
+        action = WalkAction.model_json_schema()
+        if shape == "aliases":
+            observation = WalkObservation.model_json_schema()
+            return {"action_schema": action, "observation_schema": observation}
+        return {"action": action, "observation": StepResponse.model_json_schema()}
+
+    @app.post("/reset")
+    async def reset(request: Request) -> dict[str, Any]:
+        body = await request.json()
+        return {"observation": game.reset(body.get("seed")), "reward": None, "done": False}
+
+    @app.post("/step")
+    async def step(request: Request) -> dict[str, Any]:
+        body = await request.json()
+        app.state.bodies.append(body)
+        action = WalkAction(**body.get("action", body))
+        observation, reward, done = game.step(action.direction)
+        return {"observation": observation, "reward": reward, "done": done}
 
     return app
