@@ -70,7 +70,7 @@ def test_no_typed_action_anywhere_gives_one_error_and_a_dataclass_fixes_it() -> 
         message = str(info.value)
         assert "GET /schema:" in message
         assert "HTTP 404" in message
-        assert "the body of POST /step is an untyped object" in message
+        assert "the body of POST /step is {'action': ...} with an untyped action" in message
         paste = message.splitlines()[-1]
         assert paste == (
             f"Paste and edit: gym.make('openenv/Remote-v0', base_url={url!r}, "
