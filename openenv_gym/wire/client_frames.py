@@ -7,7 +7,7 @@ batch connection's, see :mod:`openenv_gym.wire.batch`). A bad frame raises
 
 Example:
     >>> parse_client_message('{"type":"step","data":{"action":1}}')
-    ClientMessage(type='step', data={'action': 1})
+    ClientMessage(type='step', data={'action': 1}, compress=None)
     >>> try:
     ...     parse_client_message('{"type":"jump"}')
     ... except ClientMessageError as exc:
