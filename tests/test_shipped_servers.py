@@ -97,7 +97,7 @@ def test_a_hand_written_schema_route_plays_with_no_keyword(shape: str) -> None:
             env.close()
 
 
-def test_an_untyped_action_wrapper_asks_for_action_model_not_a_box() -> None:
+def test_an_untyped_action_wrapper_asks_for_action_model_and_null_objects_decode() -> None:
     app = any_action_app()
     with serve_official_app(app) as url:
         with pytest.raises(SpaceMappingError) as info:
@@ -109,6 +109,11 @@ def test_an_untyped_action_wrapper_asks_for_action_model_not_a_box() -> None:
         assert "Box" not in message
         env = _make(url, action_model=WalkAction)  # the keyword the error names
         try:
+            assert env.unwrapped.space_sources.observation == "the first observation"
+            obs, _ = env.reset(seed=0)
+            assert (int(obs["lab_present"]), float(obs["lab"]["level"])) == (1, 2.5)
+            obs, *_ = env.step(1)  # the object seen at reset arrives as null: flag 0, zeros
+            assert (int(obs["lab_present"]), float(obs["lab"]["level"])) == (0, 0.0)
             _walk(env)
             assert all(set(body) == {"direction"} for body in app.state.bodies)
         finally:

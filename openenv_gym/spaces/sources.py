@@ -262,7 +262,8 @@ def model_prefix(env_name: str | None) -> str:
 def observation_schema_from_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON Schema of the fields of one observation (:data:`FIRST_OBSERVATION`), for a
     server no source types: numbers, booleans, strings, lists (numeric ones get their shape
-    from the same observation) and nested objects; ``None`` and empty lists give no type,
+    from the same observation) and nested objects (nullable: an object at reset may be
+    ``null`` later, so it gets a ``_present`` flag); ``None`` and empty lists give no type,
     so they go to ``info``, as do the envelope fields (``reward``, ``done``, ``metadata``).
 
     Example:
@@ -295,7 +296,8 @@ def _value_schema(value: Any) -> dict[str, Any] | None:
         return {"type": "array", "items": items} if items is not None else None
     if isinstance(value, Mapping) and value:
         nested = observation_schema_from_sample({str(k): v for k, v in value.items()})
-        return nested if nested["properties"] else None
+        # nullable: servers send an object now and null later (a lab result not yet in)
+        return {"anyOf": [nested, {"type": "null"}]} if nested["properties"] else None
     return None
 
 

@@ -10,7 +10,8 @@ received in ``app.state.bodies``:
 * :func:`schema_app`: untyped bodies, and a hand-written ``GET /schema``: with the keys
   ``action_schema`` / ``observation_schema`` (ICU-Guardian), or with the reply wrapper as the
   ``observation`` (traffic-signal).
-* :func:`any_action_app`: ``POST /step`` takes ``{"action": Any}`` (bioreactor).
+* :func:`any_action_app`: ``POST /step`` takes ``{"action": Any}`` (bioreactor), and the
+  observation's ``lab`` is an object at reset and ``null`` after a step.
 
 Example:
     >>> from fastapi.testclient import TestClient
@@ -126,13 +127,14 @@ def any_action_app() -> FastAPI:
 
     @app.post("/reset")
     def reset(request: ResetRequest) -> dict[str, Any]:
-        return {"observation": game.reset(request.seed), "reward": None, "done": False}
+        observation = {**game.reset(request.seed), "lab": {"level": 2.5}}
+        return {"observation": observation, "reward": None, "done": False}
 
     @app.post("/step")
     def step(body: AnyStep) -> dict[str, Any]:
         app.state.bodies.append(body.action)
         observation, reward, done = game.step(WalkAction(**body.action).direction)
-        return {"observation": observation, "reward": reward, "done": done}
+        return {"observation": {**observation, "lab": None}, "reward": reward, "done": done}
 
     return app
 
