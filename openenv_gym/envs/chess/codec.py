@@ -53,6 +53,7 @@ class ChessMoveCodec(ActionCodec):
         self.space = encoding.action_space()
         self.key: str | None = MOVE_FIELD
         self.inferred = ()
+        self.left_out = {}
 
     @property
     def maskable(self) -> bool:
