@@ -93,7 +93,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_code_block_runs[docs/servers.md:194]",  # 32 s
         "test_code_block_runs[docs/servers.md:131]",  # an embedded Breakout server (issue 36)
         "test_code_block_runs[docs/servers.md:74]",  # 18 s
-        "test_code_block_runs[docs/spaces.md:358]",  # 14 s
+        "test_code_block_runs[docs/spaces.md:368]",  # 14 s
         "test_code_block_runs[docs/vector.md:23]",  # 9 s
         "test_code_block_runs[docs/vector.md:41]",  # 8 s
         "test_code_block_runs[docs/wrappers.md:55]",  # 7 s
