@@ -63,19 +63,22 @@ class GridAction(BaseModel):
     line_set: dict[int, int] = Field(default_factory=dict)
 
 
-def _health(app: FastAPI) -> None:
+def _walk_app(title: str) -> tuple[FastAPI, Walk]:
+    """An app with ``{"status": "ok"}`` health and ``app.state.bodies``, and its walk."""
+    app = FastAPI(title=title)
+    app.state.bodies = []
+
     @app.get("/health")
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    return app, Walk()
+
 
 def defaults_app() -> FastAPI:
     """Step ``{"do_nothing": true}`` stays, anything else walks right; no ``/state``."""
-    app = FastAPI(title="grid-like")
-    game = Walk()
+    app, game = _walk_app("grid-like")
     queues = {"north": 1, "south": 2}
-    app.state.bodies = []
-    _health(app)
 
     @app.post("/reset")
     def reset(request: ResetRequest) -> QueueReply:
@@ -94,10 +97,7 @@ def defaults_app() -> FastAPI:
 
 def bare_reset_app() -> FastAPI:
     """``/reset`` answers the observation object itself; no ``/state``."""
-    app = FastAPI(title="bare-reset")
-    game = Walk()
-    app.state.bodies = []
-    _health(app)
+    app, game = _walk_app("bare-reset")
 
     @app.post("/reset")
     def reset(request: ResetRequest) -> WalkObservation:
@@ -120,10 +120,7 @@ class AnyStep(BaseModel):
 
 def any_action_app() -> FastAPI:
     """``POST /step`` with body ``{"action": Any}``; the action is a walk action."""
-    app = FastAPI(title="any-action")
-    game = Walk()
-    app.state.bodies = []
-    _health(app)
+    app, game = _walk_app("any-action")
 
     @app.post("/reset")
     def reset(request: ResetRequest) -> dict[str, Any]:
@@ -141,10 +138,7 @@ def any_action_app() -> FastAPI:
 
 def schema_app(shape: Literal["aliases", "wrapper"]) -> FastAPI:
     """Untyped ``/reset`` and ``/step`` bodies; ``GET /schema`` in the given shape."""
-    app = FastAPI(title=f"schema-{shape}")
-    game = Walk()
-    app.state.bodies = []
-    _health(app)
+    app, game = _walk_app(f"schema-{shape}")
 
     @app.get("/schema")
     def schema() -> dict[str, Any]:
