@@ -178,7 +178,9 @@ class Checker:
         # GET /schema, else the other sources (FastAPI's /openapi.json): a server without
         # /schema whose models are elsewhere passes; with none, the error names action_model=.
         mapper = SpaceMapper(self.url, token=self.token, timeout=self.timeout, options={})
-        found = mapper.find_schemas()
+        found = mapper.find_schemas(
+            self.mapping.get("action_model"), self.mapping.get("observation_model")
+        )
         schema = found.schema
         self.schema_body = schema
         game = game_env_id(schema)
@@ -276,6 +278,8 @@ class Checker:
         for key, value in self.mapping.items():
             if key.endswith("field_spaces"):
                 out[key] = {path: _SpaceSource(space) for path, space in value.items()}
+            elif key.endswith("_model"):  # the class, as `module.Class` (import module)
+                out[key] = _Verbatim(f"{value.__module__}.{value.__qualname__}")
             else:
                 out[key] = value
         return out
@@ -468,6 +472,12 @@ class Checker:
 
 class _NoteError(PicklableError):
     """A check found something absent that the env does not need: reported, not failed."""
+
+
+class _Verbatim(str):
+    """Python source whose repr is itself (a class's dotted name in the ``gym.make`` line)."""
+
+    __repr__ = str.__str__
 
 
 class _SpaceSource:
