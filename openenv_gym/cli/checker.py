@@ -30,9 +30,10 @@ from openenv_gym.cli.check_findings import (
     CheckResult,
     finding,
     randomness,
+    refuses_illegal,
     sample_action,
 )
-from openenv_gym.errors import PicklableError, SpaceMappingError
+from openenv_gym.errors import PicklableError, ServerReplyError, SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -178,9 +179,8 @@ class Checker:
         # GET /schema, else the other sources (FastAPI's /openapi.json): a server without
         # /schema whose models are elsewhere passes; with none, the error names action_model=.
         mapper = SpaceMapper(self.url, token=self.token, timeout=self.timeout, options={})
-        found = mapper.find_schemas(
-            self.mapping.get("action_model"), self.mapping.get("observation_model")
-        )
+        models = (self.mapping.get("action_model"), self.mapping.get("observation_model"))
+        found = mapper.find_schemas(*models)
         schema = found.schema
         self.schema_body = schema
         game = game_env_id(schema)
@@ -319,6 +319,11 @@ class Checker:
             warnings.simplefilter("always")
             try:
                 check_env(self.env, skip_close_check=one_env)
+            except ServerReplyError as exc:  # a refused unmasked action: a finding, or a FAIL
+                self.findings += [refused] if (refused := refuses_illegal(exc, self.env)) else []
+                if refused is None:
+                    raise
+                return "passed up to Gymnasium's unmasked random step (see illegal actions)", []
             except AssertionError as exc:
                 if not DETERMINISM.search(str(exc)):
                     raise
@@ -474,9 +479,7 @@ class _NoteError(PicklableError):
     """A check found something absent that the env does not need: reported, not failed."""
 
 
-class _Verbatim(str):
-    """Python source whose repr is itself (a class's dotted name in the ``gym.make`` line)."""
-
+class _Verbatim(str):  # Python source whose repr is itself (a class's dotted name)
     __repr__ = str.__str__
 
 
