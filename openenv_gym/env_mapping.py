@@ -480,8 +480,8 @@ def reply_info(
     codec: ObservationCodec, reply: ObservationReply, mask: np.ndarray | None = None
 ) -> dict[str, Any]:
     """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged,
-    and ``info["action_mask"]`` when ``mask`` is given (Gymnasium's convention, as Taxi's:
-    ``env.action_space.sample(mask=info["action_mask"])``)."""
+    and ``info["action_mask"]`` (``int8``) when ``mask`` is given: Gymnasium's convention,
+    as Taxi's, ``env.action_space.sample(mask=info["action_mask"])``."""
     extras = codec.extras(reply.observation)
     flags = (_ENVELOPE_INFO_KEY, codec.truncated_key, codec.terminated_key)
     info = {k: v for k, v in extras.items() if k not in flags}
@@ -490,5 +490,5 @@ def reply_info(
         info.update(nested)
     info.update(reply.metadata)
     if mask is not None:
-        info[ACTION_MASK_KEY] = mask
+        info[ACTION_MASK_KEY] = mask.astype(np.int8)
     return info

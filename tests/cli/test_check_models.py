@@ -83,3 +83,6 @@ def test_check_names_the_session_field(capsys: pytest.CaptureFixture[str]) -> No
     assert "session field: game_id, echoed from the reset reply" in text
     assert "action_space: Discrete(4208)" in text
     assert "action_masks(): from 'legal_moves'" in text
+    # Gymnasium's check_env samples without the mask; the server's 400 is a finding
+    assert "[server] illegal actions the server refuses actions outside the legal ones" in text
+    assert text.endswith("result: PASS (6 checks; server findings: illegal actions)\n")

@@ -37,7 +37,7 @@ def _play(env: Any, steps: int) -> tuple[int, list[dict[str, Any]]]:
     _, info = env.reset(seed=0)
     infos, episodes = [info], 1
     for _ in range(steps):
-        action = env.action_space.sample(mask=info["action_mask"].astype(np.int8))
+        action = env.action_space.sample(mask=info["action_mask"])  # int8, as Taxi's
         observation, _, terminated, truncated, info = env.step(action)
         assert observation in env.observation_space
         infos.append(info)
@@ -80,6 +80,7 @@ def test_a_uci_move_string_is_every_uci_move_masked_by_legal_moves(
     finally:
         env.close()
     start = infos[0]["action_mask"]
+    assert start.dtype == np.int8  # Gymnasium's mask type (Discrete.sample takes no other)
     legal = {UCI_MOVES[i] for i in np.flatnonzero(start)}
     assert legal == {move.uci() for move in chess.Board().legal_moves}
     sent = [body["action"] for body in app.state.bodies]
