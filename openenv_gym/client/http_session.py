@@ -9,8 +9,9 @@ a 422 for the first shape makes the session retry with the second, and keep it),
 reset and step are ``{"observation": {...}, "reward": ..., "done": ...}``, as in the
 WebSocket protocol's ``observation`` message; Gymnasium-style replies are read too
 (``terminated``/``truncated`` for ``done``, ``info`` into the metadata, which becomes the
-env's ``info``), a reset reply without ``observation`` is the observation itself, and a
-string observation is one text field, ``{"text": ...}``. A required ``POST /step`` body
+env's ``info``), a reset reply without ``observation`` is the observation itself, a
+string observation is one text field, ``{"text": ...}``, and a reward object holding one
+number is that number. A required ``POST /step`` body
 field that is the session's (``ConnectOptions.session_fields``, e.g. a ``game_id`` the
 reset reply hands out) is sent back on every step, as the last reply carried it (at its
 top level or in its ``info``). One session per server: two clients of the same
@@ -288,10 +289,12 @@ class HttpSession:
 def openenv_reply(body: Any) -> Any:
     """An HTTP reply in the OpenEnv shape: Gymnasium's ``terminated``/``truncated`` give
     ``done`` (when it is absent) and its ``info`` joins ``metadata``; a string observation
-    becomes ``{"text": ...}``. Anything else is returned unchanged (the parser judges it).
+    becomes ``{"text": ...}``; a reward object holding one number (a reward model,
+    ``{"score": 0.4}``) is that number. Anything else is returned unchanged (the parser
+    judges it).
 
     Example:
-        >>> openenv_reply({"observation": "3 patients", "reward": 1, "terminated": False,
+        >>> openenv_reply({"observation": "3 patients", "reward": {"score": 1}, "terminated": False,
         ...                "truncated": True, "info": {"step": 4}})
         ... # doctest: +NORMALIZE_WHITESPACE
         {'observation': {'text': '3 patients'}, 'reward': 1, 'terminated': False,
@@ -302,6 +305,11 @@ def openenv_reply(body: Any) -> Any:
     out = dict(body)
     if isinstance(out.get("observation"), str):
         out["observation"] = {TEXT_OBSERVATION_KEY: out["observation"]}
+    reward = out.get("reward")
+    if isinstance(reward, dict) and len(reward) == 1:  # a reward model: {"score": 0.4}
+        (value,) = reward.values()
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out["reward"] = value
     flags = [out[k] for k in ("terminated", "truncated") if isinstance(out.get(k), bool)]
     if "done" not in out and flags:
         out["done"] = any(flags)

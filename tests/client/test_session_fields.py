@@ -3,7 +3,8 @@ in every ``POST /step`` body: the id is echoed (named in ``space_sources`` and `
 a lone UCI move string with ``legal_moves`` and a FEN is ``Discrete`` over every UCI move
 with ``info["action_mask"]``, observation keys only later steps have go to ``info``, and a
 required session field with no source is one typed error. Also a string observation, which
-is one text field. Real servers on 127.0.0.1 (:mod:`tests.third_party_servers.sessions`)."""
+is one text field, and a reward object holding one number is that number. Real servers on
+127.0.0.1 (:mod:`tests.third_party_servers.sessions`)."""
 
 from __future__ import annotations
 
@@ -127,8 +128,9 @@ def test_a_required_session_field_with_no_source_is_one_typed_error() -> None:
     assert app.state.bodies == []  # no step was sent without it
 
 
-def test_a_string_observation_is_one_text_field() -> None:
-    with serve_official_app(text_observation_app()) as url:
+@pytest.mark.parametrize("reward_model", [False, True])
+def test_a_string_observation_is_one_text_field(reward_model: bool) -> None:
+    with serve_official_app(text_observation_app(reward_model=reward_model)) as url:
         env = gym.make("openenv/Remote-v0", base_url=url)
         try:
             assert list(env.observation_space.spaces) == ["text"]
@@ -151,3 +153,14 @@ def test_gymnasium_style_replies_read_as_openenv_ones() -> None:
     kept = {"observation": {"x": 1}, "done": False, "truncated": True}
     assert openenv_reply(kept)["done"] is False  # a stated done is never overridden
     assert openenv_reply(["not", "a", "reply"]) == ["not", "a", "reply"]
+    two = {"observation": {}, "reward": {"score": 1.0, "bonus": 2.0}}
+    assert openenv_reply(two)["reward"] == {"score": 1.0, "bonus": 2.0}  # no guess: refused
+
+
+def test_a_reward_object_of_several_numbers_is_a_protocol_error() -> None:
+    from openenv_gym.errors import ProtocolError
+    from openenv_gym.wire.messages import parse_server_object
+
+    body = openenv_reply({"observation": {}, "reward": {"score": 1.0, "bonus": 2.0}})
+    with pytest.raises(ProtocolError, match="expected 'reward' to be a number or null"):
+        parse_server_object({"type": "observation", "data": body})

@@ -11,7 +11,8 @@ string observation (issue 31).
   (its response model declares no ``game_id``); ``"nowhere"`` hands out none (the step body
   still requires it). The step bodies received are kept in ``app.state.bodies``.
 * :func:`text_observation_app`: a server whose observation is a string (``str(obs)``, as
-  nachikethshetty-art/med-trainge-openenv answers), action ``{"kind": "wait" | "treat"}``.
+  nachikethshetty-art/med-trainge-openenv answers), action ``{"kind": "wait" | "treat"}``;
+  optionally its reward is a one-number object, ``{"score": x}``.
 
 Example:
     >>> from fastapi.testclient import TestClient
@@ -165,8 +166,10 @@ class TriageStep(BaseModel):
     kind: Literal["wait", "treat"]
 
 
-def text_observation_app() -> FastAPI:
-    """Reset and step answer ``{"observation": str(obs), ...}``; no ``GET /state``."""
+def text_observation_app(*, reward_model: bool = False) -> FastAPI:
+    """Reset and step answer ``{"observation": str(obs), ...}``; no ``GET /state``.
+    ``reward_model``: the reward is an object, ``{"score": x}`` (as
+    404DevNotFoundd/smart-energy-env answers)."""
     app = FastAPI(title="text-observation")
     ward = {"waiting": 3, "treated": 0}
 
@@ -185,7 +188,9 @@ def text_observation_app() -> FastAPI:
             ward["waiting"] -= 1
             ward["treated"] += 1
         done = ward["waiting"] == 0
-        return {"observation": str(ward), "reward": float(action.kind == "treat"), "done": done}
+        reward: Any = float(action.kind == "treat")
+        reward = {"score": reward} if reward_model else reward
+        return {"observation": str(ward), "reward": reward, "done": done}
 
     return app
 
