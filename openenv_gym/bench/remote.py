@@ -87,21 +87,17 @@ class OfficialGatherDriver:
         import time
 
         clients, encode = self._clients, self._encode
-        clock = time.perf_counter
         timer = WindowTimer(seconds)
-        record, deadline = timer.latencies.append, timer.deadline
         while True:
             row = actions.next()
-            before = clock()
+            before = time.perf_counter()
             results = await asyncio.gather(
                 *(client.step(encode(row[i : i + 1])) for i, client in enumerate(clients))
             )
             done = [client for client, result in zip(clients, results, strict=True) if result.done]
             if done:
                 await asyncio.gather(*(client.reset() for client in done))
-            now = clock()
-            record(now - before)
-            if now >= deadline:
+            if (now := timer.lap(before)) >= timer.deadline:
                 return timer.window(now)
 
     async def _close(self) -> None:
