@@ -84,31 +84,37 @@ def open_raw(context: Context, n: int) -> Driver:
     return single_env_driver(make_raw_env(context))
 
 
+def gym_vector_driver(
+    cls: Any, gym_id: str, n: int, make_kwargs: Any = None, requires: str | None = None
+) -> Driver:
+    """Gymnasium's ``SyncVectorEnv`` or ``AsyncVectorEnv`` of N ``gym.make(gym_id)``
+    (``requires``: the module that registers the id, imported by each env's maker)."""
+
+    def make() -> gym.Env[Any, Any]:
+        if requires is not None:  # an AsyncVectorEnv worker starts from a fresh interpreter
+            register_env_module(requires)
+        return gym.make(gym_id, **(make_kwargs or {}))
+
+    # forkserver: this process may already run other contenders' threads (an asyncio loop),
+    # and forking a threaded process is unsafe; the fork server is forked from a clean one.
+    kwargs = {"context": "forkserver"} if cls is gym.vector.AsyncVectorEnv else {}
+    return vector_env_driver(cls([make] * n, **kwargs))
+
+
 def open_sync(context: Context, n: int) -> Driver:
     """Gymnasium ``SyncVectorEnv``: N envs stepped in turn in this process."""
     make_raw_env(context).close()  # prerequisite check (and ALE registration)
     spec = context.spec
-    env = gym.vector.SyncVectorEnv(
-        [lambda: gym.make(spec.gym_id, **spec.make_kwargs) for _ in range(n)]
-    )
-    return vector_env_driver(env)
+    return gym_vector_driver(gym.vector.SyncVectorEnv, spec.gym_id, n, spec.make_kwargs)
 
 
 def open_async(context: Context, n: int) -> Driver:
     """Gymnasium ``AsyncVectorEnv``: one worker process per env, pipes and shared memory."""
     make_raw_env(context).close()
     spec = context.spec
-    requires = spec.requires_module
-
-    def make() -> gym.Env[Any, Any]:
-        if requires is not None:  # the worker starts from a fresh interpreter
-            register_env_module(requires)
-        return gym.make(spec.gym_id, **spec.make_kwargs)
-
-    # forkserver: this process may already run other contenders' threads (an asyncio loop),
-    # and forking a threaded process is unsafe; the fork server is forked from a clean one.
-    env = gym.vector.AsyncVectorEnv([make for _ in range(n)], context="forkserver")
-    return vector_env_driver(env)
+    return gym_vector_driver(
+        gym.vector.AsyncVectorEnv, spec.gym_id, n, spec.make_kwargs, spec.requires_module
+    )
 
 
 def _make_pool(context: Context, n: int) -> Any:

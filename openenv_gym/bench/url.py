@@ -29,6 +29,7 @@ import gymnasium as gym
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.bench.local import (
+    gym_vector_driver,
     register_env_module,
     require_module,
     single_env_driver,
@@ -199,6 +200,7 @@ def plan(
 
     cells: list[PlannedCell] = []
     gym_id = info.gym_id
+    requires = "ale_py" if gym_id and gym_id.startswith("ALE/") else None
     raw_space = _raw_space(gym_id) if gym_id else None
 
     def add(
@@ -227,14 +229,14 @@ def plan(
                 "sync",
                 "gymnasium SyncVectorEnv",
                 n,
-                _vector(gym.vector.SyncVectorEnv, gym_id, n),
+                partial(gym_vector_driver, gym.vector.SyncVectorEnv, gym_id, n, None, requires),
                 partial(_sampled, batched),
             )
             add(
                 "async",
                 "gymnasium AsyncVectorEnv",
                 n,
-                _vector(gym.vector.AsyncVectorEnv, gym_id, n),
+                partial(gym_vector_driver, gym.vector.AsyncVectorEnv, gym_id, n, None, requires),
                 partial(_sampled, batched),
             )
         add("official", "official client (gather)", n, open_official(n), official_row(n))
@@ -246,16 +248,3 @@ def plan(
             partial(_sampled, batch_space(space, n)),
         )
     return [Group(cells, notes=list(info.notes))]
-
-
-def _vector(cls: Any, gym_id: str, n: int) -> Callable[[], Driver]:
-    def make() -> gym.Env[Any, Any]:
-        if gym_id.startswith("ALE/"):  # a forkserver worker starts from a fresh interpreter
-            register_env_module("ale_py")
-        return gym.make(gym_id)
-
-    def open_() -> Driver:
-        kwargs = {"context": "forkserver"} if cls is gym.vector.AsyncVectorEnv else {}
-        return vector_env_driver(cls([make] * n, **kwargs))
-
-    return open_

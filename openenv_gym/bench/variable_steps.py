@@ -24,12 +24,13 @@ import contextlib
 import importlib.util
 import multiprocessing
 import random
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 import httpx
+
+from openenv_gym.bench.ray_cluster import free_ports
 
 #: The mean step time of the ``Variable`` env (issue 25's workload).
 MEAN_MS: Final = 5.0
@@ -103,9 +104,7 @@ def serve(mean_seconds: float, max_sessions: int) -> Iterator[str]:
         raise ModuleNotFoundError(
             "the Variable env's server is the official openenv package's: pip install openenv"
         )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    (port,) = free_ports(1)
     process = multiprocessing.get_context("spawn").Process(
         target=_run_server, args=(port, mean_seconds, max_sessions), daemon=True
     )
