@@ -42,7 +42,7 @@ from openenv_gym.bench.context import Context
 from openenv_gym.bench.local import require_module
 from openenv_gym.bench.measure import ActionStream, Driver, LoopDriver, Window, timed_loop
 from openenv_gym.bench.remote import OFFICIAL_CLIENT, ours_vector
-from openenv_gym.bench.targets import Target
+from openenv_gym.bench.targets import Target, vs
 from openenv_gym.errors import PicklableError
 
 #: The learner's time per env of a batch in the ``learner-*`` contenders (issue 25's wan row).
@@ -202,14 +202,13 @@ def open_variable_pool(context: Context, n: int) -> Driver:
 
 
 def _parity(env: str, n: int) -> Target:
-    return Target(
+    return vs(
         f"pool(batch=N) {env} N={n} >= 0.95x vector env",
         env,
-        ("ours-pool",),
         n,
         "ours-binary",
-        n,
         0.95,
+        ("ours-pool",),
     )
 
 
@@ -218,24 +217,22 @@ POOL_TARGETS: Final[tuple[Target, ...]] = (
     _parity("CartPole", 16),
     _parity("CartPole", 64),
     _parity("Pong", 16),
-    Target(
+    vs(
         f"pool(batch=8) Variable N=16, learner {VARIABLE_LEARNER_MS:g} ms/batch >= 1.6x vector env",
         "Variable",
-        ("variable-pool",),
         16,
         "variable-vector",
-        16,
         1.6,
+        ("variable-pool",),
     ),
-    Target(
+    vs(
         f"pool(batch=16) Pong N=32 over wan, learner {LEARNER_MS_PER_ENV:g} ms/env >= 1.2x "
         "vector env",
         "Pong",
-        ("learner-pool",),
         32,
         "learner-vector",
-        32,
         1.2,
+        ("learner-pool",),
     ),
 )
 
