@@ -75,6 +75,20 @@ LINK_ROWS: Final = (
     LinkRow("wan", "CartPole", (64,), (*_OURS, "official")),
 )
 
+#: The columns of ``links.csv``.
+LINKS_CSV_COLUMNS: Final = (
+    "link",
+    "env",
+    "num_envs",
+    "contender",
+    "repeat",
+    "status",
+    "steps_per_s",
+    "p50_us",
+    "bound_steps_per_s",
+    "bounds",
+    "reason",
+)
 #: Default timed window per cell, and warm-up.
 DEFAULT_SECONDS: Final = 5.0
 WARMUP: Final = 0.5
@@ -246,10 +260,9 @@ def format_link_targets(measured: dict[tuple[str, str, int, str], Measured]) -> 
 
 def write_links_csv(measured: dict[tuple[str, str, int, str], Measured], path: Path) -> Path:
     """Every run of every cell, one line each (the repeat's own numbers, not medians)."""
-    columns = "link env num_envs contender repeat status steps_per_s p50_us bound_steps_per_s"
     return write_rows(
         path,
-        [*columns.split(), "bounds", "reason"],
+        LINKS_CSV_COLUMNS,
         (
             [
                 link,
