@@ -31,13 +31,11 @@ from gymnasium.vector.utils import batch_space
 from openenv_gym.bench.local import (
     gym_vector_driver,
     register_env_module,
-    require_module,
     single_env_driver,
     vector_env_driver,
 )
 from openenv_gym.bench.measure import ActionStream, Driver
 from openenv_gym.bench.remote import (
-    OFFICIAL_CLIENT,
     OfficialGatherDriver,
     official_sync_driver,
     ours_vector,
@@ -178,16 +176,8 @@ def plan(
 
         return rows
 
-    def open_official_sync() -> Driver:
-        require_module("openenv.core", OFFICIAL_CLIENT)
-        return official_sync_driver(info.url, lambda row: row[0], headers)
-
     def open_official(n: int) -> Callable[[], Driver]:
-        def open_() -> Driver:
-            require_module("openenv.core", OFFICIAL_CLIENT)
-            return OfficialGatherDriver([info.url], n, lambda one: one[0], headers)
-
-        return open_
+        return partial(OfficialGatherDriver, [info.url], n, lambda one: one[0], headers)
 
     def open_ours_env() -> Driver:
         import openenv_gym  # noqa: F401  (registers the ids)
@@ -218,6 +208,7 @@ def plan(
             lambda: single_env_driver(gym.make(gym_id), pick=lambda row: row[0]),
             lambda: _sampled(raw_space, single_row),
         )
+    open_official_sync = partial(official_sync_driver, info.url, lambda row: row[0], headers)
     add("official-sync", "official client .sync() (1 env)", 1, open_official_sync, official_row(1))
     add(
         "ours-env", "ours OpenEnvEnv (1 env)", 1, open_ours_env, lambda: _sampled(space, single_row)
