@@ -22,12 +22,9 @@ import numpy as np
 
 from openenv_gym.bench.context import Context, missing_module
 from openenv_gym.bench.measure import (
-    ActionStream,
     ContenderUnavailableError,
     Driver,
     LoopDriver,
-    Window,
-    timed_loop,
 )
 
 
@@ -130,37 +127,21 @@ def _make_pool(context: Context, n: int) -> Any:
     )
 
 
-class _EnvpoolAsyncDriver:
-    """envpool's asynchronous API (``send``/``recv``) with ``batch_size == num_envs``."""
-
-    def __init__(self, pool: Any) -> None:
-        self._pool = pool
-        pool.async_reset()
-        _, _, _, _, info = pool.recv()
-        self._env_id = info["env_id"]
-
-    def _step(self, row: np.ndarray) -> None:
-        self._pool.send(row, self._env_id)
-        _, _, _, _, info = self._pool.recv()
-        self._env_id = info["env_id"]
-
-    def run(self, actions: ActionStream, seconds: float) -> Window:
-        return timed_loop(self._step, actions, seconds)
-
-    def close(self) -> None:
-        close = getattr(self._pool, "close", None)
-        if close is not None:
-            close()
-
-
 def open_envpool_async(context: Context, n: int) -> Driver:
     """envpool (C++ thread pool), async API ``send``/``recv``, ``num_envs = batch_size = N``."""
-    return _EnvpoolAsyncDriver(_make_pool(context, n))
+    pool = _make_pool(context, n)
+    pool.async_reset()
+    ready = [pool.recv()[-1]["env_id"]]  # the sub-envs whose replies came last
+
+    def step(row: np.ndarray) -> None:
+        pool.send(row, ready[0])
+        ready[0] = pool.recv()[-1]["env_id"]
+
+    return LoopDriver(step, getattr(pool, "close", None) or (lambda: None))
 
 
 def open_envpool_sync(context: Context, n: int) -> Driver:
     """envpool (C++ thread pool), sync API ``step(actions)``, ``num_envs = N``."""
     pool = _make_pool(context, n)
     pool.reset()
-    close = getattr(pool, "close", None) or (lambda: None)
-    return LoopDriver(pool.step, close)
+    return LoopDriver(pool.step, getattr(pool, "close", None) or (lambda: None))

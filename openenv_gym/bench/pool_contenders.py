@@ -148,8 +148,14 @@ def _pool(context: Context, n: int, batch_size: int, *, official: bool = False) 
     return make_pool(spec.openenv_id, n, batch_size, base_url=list(urls), **kwargs)
 
 
-def _label(context: Context, key: str, n: int, batch_size: int) -> str:
-    return f"{key} {context.spec.name} N={n} batch_size={batch_size}"
+def _pool_driver(
+    context: Context, n: int, key: str, learner_seconds: float, *, official: bool = False
+) -> Driver:
+    """The pool (``batch_size = N / 2``) of contender ``key``, ``learner_seconds`` per batch."""
+    batch = half(n)
+    label = f"{key} {context.spec.name} N={n} batch_size={batch}"
+    pool = _pool(context, n, batch, official=official)
+    return PoolDriver(pool, learner_seconds, context.notes.append, label)
 
 
 def open_ours_pool(context: Context, n: int) -> Driver:
@@ -176,10 +182,7 @@ def open_learner_vector(context: Context, n: int) -> Driver:
 
 def open_learner_pool(context: Context, n: int) -> Driver:
     """The pool (``batch_size = N / 2``), a learner of :data:`LEARNER_MS_PER_ENV` per env."""
-    batch = half(n)
-    label = _label(context, "learner-pool", n, batch)
-    pool = _pool(context, n, batch)
-    return PoolDriver(pool, LEARNER_MS_PER_ENV / 1000 * batch, context.notes.append, label)
+    return _pool_driver(context, n, "learner-pool", LEARNER_MS_PER_ENV / 1000 * half(n))
 
 
 def open_variable_vector(context: Context, n: int) -> Driver:
@@ -195,10 +198,7 @@ def open_variable_pool(context: Context, n: int) -> Driver:
     """The pool (``batch_size = N / 2``) on the variable-time server,
     :data:`VARIABLE_LEARNER_MS` per batch."""
     require_module("openenv.core", OFFICIAL_CLIENT)
-    batch = half(n)
-    label = _label(context, "variable-pool", n, batch)
-    pool = _pool(context, n, batch, official=True)
-    return PoolDriver(pool, VARIABLE_LEARNER_MS / 1000, context.notes.append, label)
+    return _pool_driver(context, n, "variable-pool", VARIABLE_LEARNER_MS / 1000, official=True)
 
 
 def _parity(env: str, n: int) -> Target:
