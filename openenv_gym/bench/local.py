@@ -6,6 +6,7 @@ prerequisite (ale-py, envpool) is missing.
 
 Example:
     >>> from openenv_gym.bench.context import ENV_SPECS, Context, Settings
+    >>> from openenv_gym.bench.measure import ActionStream
     >>> context = Context(ENV_SPECS["CartPole"], Settings(envs=["CartPole"], sizes=[1]))
     >>> driver = open_raw(context, 1)
     >>> window = driver.run(ActionStream.discrete(2, 1), seconds=0.01)
