@@ -309,7 +309,9 @@ class SubEnvConnections:
         Returns:
             The template env, whose spaces this env takes.
         """
-        self._path, self._connections, self._buffers = path, path.connections, path.buffers
+        self._path = path
+        self._connections = path.connections
+        self._buffers = path.buffers
         self._action_codec = path.action_codec
         self._reset_kwargs = path.template.reset_kwargs
         self._closed = False
