@@ -339,7 +339,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._last_observation = observation
         self._record_legal(reply)
         terminated, truncated = episode_flags(
-            self._observation_codec, reply.observation, bool(reply.done)
+            self._observation_codec, reply.observation, bool(reply.done), reply.stated_flags
         )
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)

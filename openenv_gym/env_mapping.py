@@ -461,11 +461,17 @@ ACTION_MASK_KEY: Final = "action_mask"
 
 
 def episode_flags(
-    codec: ObservationCodec, observation: Mapping[str, Any], done: bool
+    codec: ObservationCodec,
+    observation: Mapping[str, Any],
+    done: bool,
+    stated: tuple[bool, bool] | None = None,
 ) -> tuple[bool, bool]:
-    """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
-    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set
-    or the codec's :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
+    """``(terminated, truncated)`` of a reply: as the server ``stated`` them when it sent
+    Gymnasium's own flags; exact with ``x-terminated-key`` and ``x-truncated-key``, else
+    ``done`` is termination unless the truncation field is set or the codec's
+    :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
+    if stated is not None:
+        return stated
     truncated_key = codec.truncated_key
     truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
     terminated_key = codec.terminated_key

@@ -157,6 +157,36 @@ def test_gymnasium_style_replies_read_as_openenv_ones() -> None:
     assert openenv_reply(two)["reward"] == {"score": 1.0, "bonus": 2.0}  # no guess: refused
 
 
+def test_gymnasium_flags_of_an_http_reply_are_kept_as_sent() -> None:
+    from openenv_gym.wire.messages import parse_server_object
+
+    def flags(data: dict[str, Any]) -> Any:
+        reply = parse_server_object({"type": "observation", "data": openenv_reply(data)})
+        return reply.stated_flags  # type: ignore[union-attr]
+
+    assert flags({"observation": {}, "terminated": False, "truncated": True}) == (False, True)
+    assert flags({"observation": {}, "terminated": True, "truncated": True}) == (True, True)
+    assert flags({"observation": {}, "terminated": True}) == (True, False)
+    assert flags({"observation": {}, "done": True}) is None  # OpenEnv's own reply: done alone
+
+
+def test_a_game_cut_by_the_server_is_truncated_not_terminated() -> None:
+    with serve_official_app(chess_session_app(max_plies=2)) as url:
+        env = gym.make("openenv/Remote-v0", base_url=url)
+        try:
+            _, info = env.reset(seed=0)
+            _, _, terminated, truncated, info = env.step(
+                env.action_space.sample(mask=info["action_mask"])
+            )
+            assert (terminated, truncated) == (False, False)
+            _, _, terminated, truncated, _ = env.step(
+                env.action_space.sample(mask=info["action_mask"])
+            )
+        finally:
+            env.close()
+    assert (terminated, truncated) == (False, True)
+
+
 def test_a_reward_object_of_several_numbers_is_a_protocol_error() -> None:
     from openenv_gym.errors import ProtocolError
     from openenv_gym.wire.messages import parse_server_object

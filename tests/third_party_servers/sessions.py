@@ -96,12 +96,13 @@ def _observation(board: chess.Board, *, after_step: bool) -> dict[str, Any]:
     return observation
 
 
-def chess_session_app(game_id_in: Literal["top", "info", "nowhere"] = "top") -> FastAPI:
+def chess_session_app(
+    game_id_in: Literal["top", "info", "nowhere"] = "top", max_plies: int = 120
+) -> FastAPI:
     """The chess server (see the module docstring); ``max_plies`` ends a game truncated."""
     app = FastAPI(title="chess-sessions")
     app.state.bodies = []
     games: dict[str, chess.Board] = {}
-    max_plies = 120
     reply_model = ChessResetReply if game_id_in == "top" else ChessResetReplyInfoOnly
 
     @app.get("/health")
