@@ -204,8 +204,7 @@ class Checker:
         try:
             body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
         except NotAnOpenEnvServerError as exc:  # 404, not JSON (a refused token is not one)
-            first = str(exc).split(";")[0]
-            raise _NoteError(f"none: {first} (optional; the env does not need it)") from None
+            raise _NoteError(f"none: {exc} (optional; the env does not need it)") from None
         if not isinstance(body, dict):
             raise _NoteError(f"not a JSON object (optional; ignored): {json.dumps(body)[:200]}")
         shown = {k: body[k] for k in ("name", "version") if body.get(k) is not None}
