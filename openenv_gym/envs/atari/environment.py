@@ -194,6 +194,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             repeat_action_probability=float(repeat_action_probability),
             frameskip=frameskip if settings is None else settings.frame_skip,
         )
+        self._steps = 0
 
     @property
     def ale(self) -> Any:
@@ -210,7 +211,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         else:
             screen, info = self._env.reset(seed=seed)
         self._state.episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
-        self._state.step_count = 0
+        self._steps = 0
         return self._observation(screen, info, 0.0, False)
 
     def step(self, action: AtariAction) -> AtariObservation:
@@ -246,7 +247,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                 f"integer in 0..{self._n_actions - 1} ({', '.join(self.action_meanings)})",
                 field="action_id",
             )
-        self._state.step_count += 1
+        self._steps += 1  # a plain int: a validated pydantic assignment costs µs per step
         if self._pipeline is not None:
             return self._pipeline.step(action_id)
         screen, reward, terminated, truncated, info = self._env.step(action_id)
@@ -292,6 +293,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
     @property
     def state(self) -> AtariState:
         """The game configuration, episode id and step count."""
+        self._state.step_count = self._steps
         return self._state
 
     def get_metadata(self) -> EnvironmentMetadata:
