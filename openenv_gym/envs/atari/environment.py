@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import uuid
@@ -180,7 +181,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         self.action_meanings: list[str] = list(self._env.get_action_meanings())
         self._pipeline = None if settings is None else FramePipeline(self._env, settings)
         self.action_model, self.observation_model = atari_models(
-            self.shape, self.action_meanings, preprocessed=settings is not None
+            self.shape,
+            self.action_meanings,
+            preprocessed=settings is not None,
+            preprocessing=None if settings is None else dataclasses.asdict(settings),
         )
         self._n_actions = len(self.action_meanings)
         self._legal_actions = list(range(self._n_actions))
