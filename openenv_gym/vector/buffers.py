@@ -99,10 +99,7 @@ class BatchBuffers:
             )
             raise
         if self.stacked:
-            if len(indices) == 1:
-                self.observations[indices[0]] = decoded[0]
-            else:
-                self.observations[indices] = decoded
+            self.observations[_index(indices)] = decoded
         else:
             for k, i in enumerate(indices):
                 self._env_obs[i] = decoded[k]
@@ -134,10 +131,13 @@ class BatchBuffers:
         if (
             len(indices) > 1
             and not result.final
-            and not noisy
-            and self._take_plain_steps(indices, result, was_resetting, ended)
+            and self._take_plain_steps(indices, result, was_resetting, ended, noisy=noisy)
         ):
-            return infos
+            if not noisy:
+                return infos
+            # Every row's info, but those of SAME_STEP episodes still to reset (in ``ended``).
+            rows = [(k, i) for k, i in enumerate(indices) if i not in ended]
+            return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
         rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
         elapsed, limit = self.elapsed, self.max_episode_steps
         truncated_key, terminated_key = self.truncated_key, self.terminated_key
@@ -194,19 +194,21 @@ class BatchBuffers:
         result: BatchResult,
         was_resetting: frozenset[int] | None,
         ended: dict[int, dict[str, Any]],
+        *,
+        noisy: bool,
     ) -> bool:
-        """:meth:`take_steps` for rows without a final reply or an info, written as whole
-        columns; ``False`` (nothing written) when the flag columns are not boolean."""
+        """:meth:`take_steps` for rows without a final reply, written as whole columns
+        (``noisy``: the rows carry infos; a SAME_STEP episode still to reset keeps its own in
+        ``ended``, the caller merges the others); ``False`` (nothing written) when the flag
+        columns are not boolean."""
         if self.codec.truncation_rule:  # the rule reads each row's observation
             return False
         truncated_column = _flags(result.fields, self.truncated_key)
         terminated_column = _flags(result.fields, self.terminated_key)
         if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
             return False
-        first, count = indices[0], len(indices)
-        rows: slice | list[int] = (
-            slice(first, first + count) if indices[-1] - first == count - 1 else indices
-        )
+        count = len(indices)
+        rows = _index(indices)
         reward = result.reward
         rewards = np.array([0.0 if r is None else r for r in reward] if None in reward else reward)
         elapsed = self.elapsed[rows] + 1
@@ -235,7 +237,7 @@ class BatchBuffers:
             self._ended_now = True
             if self.same_step:
                 for k in np.flatnonzero(done).tolist():
-                    ended[indices[k]] = {}
+                    ended[indices[k]] = self.row_info(result, k) if noisy else {}
         return True
 
     def take_resets(
@@ -378,6 +380,18 @@ def _array_leaves(space: gym.Space[Any]) -> bool:
         space,
         gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiBinary | gym.spaces.MultiDiscrete,
     )
+
+
+def _index(indices: list[int]) -> slice | list[int]:
+    """``indices`` as a numpy index: a slice when they run one by one (no fancy indexing).
+
+    Example:
+        >>> _index([2, 3, 4]), _index([0, 2, 1])
+        (slice(2, 5, None), [0, 2, 1])
+    """
+    first = indices[0]
+    end = first + len(indices)
+    return slice(first, end) if indices == list(range(first, end)) else indices
 
 
 def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:
