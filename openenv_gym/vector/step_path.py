@@ -23,7 +23,6 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
@@ -170,14 +169,14 @@ class StepPath:
         buffers = self.buffers
         infos: dict[str, Any] = {}
         ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
-        taken = np.zeros(self.num_envs, dtype=np.bool_)
+        taken: list[Channel] = []  # the channels whose reply was written (no numpy per reply)
         self.reconnected = []
 
         def take(channel: Channel, result: BatchResult) -> None:
             # Each reply is decoded as soon as it is read: the next server may still step.
             nonlocal infos
             infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
-            taken[channel.indices] = True
+            taken.append(channel)
 
         try:
             _, reconnected = self.connections.collect_or_reopen(
@@ -187,7 +186,8 @@ class StepPath:
             if self.autoreset_mode == AutoresetMode.NEXT_STEP:
                 # The sub-envs whose reply was not taken go on by a reset, as those that ended.
                 buffers.end_step()
-                buffers.end_episodes(np.flatnonzero(~taken).tolist())
+                written = {i for channel in taken for i in channel.indices}
+                buffers.end_episodes([i for i in self._every if i not in written])
             raise
         self.reconnected = reconnected
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP

@@ -88,6 +88,7 @@ BATCH_STATES: Final = "batch_states"
 _ARRAY_KINDS: Final = frozenset("biuf")
 _METADATA: Final = "metadata"
 _BOOL_ONLY: Final = frozenset({bool})
+_INT_ONLY: Final = frozenset({int})
 _FLOAT_ONLY: Final = frozenset({float, type(None)})
 
 __all__ = [
@@ -240,9 +241,13 @@ def parse_batch_result(
     if message.get("type") != BATCH_RESULT or not isinstance(data, dict):
         raise _bad(f"its type is {message.get('type')!r}", message)
     try:
-        indices = [int(i) for i in data["indices"]]
-        if sessions is not None and (
-            any(i < 0 or i >= sessions for i in indices) or len(set(indices)) != len(indices)
+        indices = data["indices"]
+        if type(indices) is not list or not _INT_ONLY.issuperset(map(type, indices)):
+            indices = [int(i) for i in indices]  # the usual list of ints is taken as it is
+        if (
+            sessions is not None
+            and indices
+            and (min(indices) < 0 or max(indices) >= sessions or len(set(indices)) != len(indices))
         ):
             raise ValueError(
                 f"indices {indices[:20]} are not distinct sessions of 0..{sessions - 1}"

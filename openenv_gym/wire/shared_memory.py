@@ -197,7 +197,7 @@ class SharedArrayWriter:
         shape = (len(rows), *first.shape)
         nbytes = int(first.nbytes) * len(rows)
         name, buffer = self._file(field, nbytes)
-        out = np.frombuffer(buffer, dtype=first.dtype, count=int(np.prod(shape)))
+        out = np.frombuffer(buffer, dtype=first.dtype, count=math.prod(shape))
         np.stack(rows, out=out.reshape(shape))
         return {"shm": name, "offset": 0, "dtype": first.dtype.str, "shape": list(shape)}
 
