@@ -53,7 +53,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -413,6 +413,25 @@ def parse_batch_step(
     return ops, reset
 
 
+def _columns(observations: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Sequence[Any]]]:
+    """Each field of the first observation with its value in every observation (``None``
+    where one lacks it): transposed in one go when every observation has the same fields
+    in the same order (a server's replies do), else field by field.
+
+    Example:
+        >>> list(_columns([{"a": 1, "b": 2}, {"a": 3, "b": 4}]))
+        [('a', (1, 3)), ('b', (2, 4))]
+        >>> list(_columns([{"a": 1, "b": 2}, {"b": 4}]))
+        [('a', [1, None]), ('b', [2, 4])]
+    """
+    if not observations:
+        return iter(())
+    keys = tuple(observations[0])
+    if all(tuple(o) == keys for o in observations):
+        return zip(keys, zip(*(o.values() for o in observations), strict=True), strict=True)
+    return ((key, [o.get(key) for o in observations]) for key in keys)
+
+
 def encode_batch_result(
     indices: Sequence[int],
     replies: Sequence[Mapping[str, Any]],
@@ -433,9 +452,7 @@ def encode_batch_result(
     arrays: list[tuple[Sequence[str], Any]] = []
     in_shared: list[dict[str, Any]] = []
     metadata: dict[str, Any] | None = None
-    keys = list(observations[0]) if observations else []
-    for key in keys:
-        values = [o.get(key) for o in observations]
+    for key, values in _columns(observations):
         if key == _METADATA:
             metadata = {str(k): v for k, v in enumerate(values) if v}
             continue
@@ -455,7 +472,7 @@ def encode_batch_result(
                 arrays.append((path, np.stack(values)))
             stacked[key] = None
         else:
-            stacked[key] = values
+            stacked[key] = list(values)
     message = {
         "type": BATCH_RESULT,
         "data": {
