@@ -131,13 +131,10 @@ class BatchBuffers:
         if (
             len(indices) > 1
             and not result.final
-            and self._take_plain_steps(indices, result, was_resetting, ended, noisy=noisy)
+            and not noisy
+            and self._take_plain_steps(indices, result, was_resetting, ended)
         ):
-            if not noisy:
-                return infos
-            # Every row's info, but those of SAME_STEP episodes still to reset (in ``ended``).
-            rows = [(k, i) for k, i in enumerate(indices) if i not in ended]
-            return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
+            return infos
         rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
         elapsed, limit = self.elapsed, self.max_episode_steps
         truncated_key, terminated_key = self.truncated_key, self.terminated_key
@@ -194,13 +191,9 @@ class BatchBuffers:
         result: BatchResult,
         was_resetting: frozenset[int] | None,
         ended: dict[int, dict[str, Any]],
-        *,
-        noisy: bool,
     ) -> bool:
-        """:meth:`take_steps` for rows without a final reply, written as whole columns
-        (``noisy``: the rows carry infos; a SAME_STEP episode still to reset keeps its own in
-        ``ended``, the caller merges the others); ``False`` (nothing written) when the flag
-        columns are not boolean."""
+        """:meth:`take_steps` for rows without a final reply or an info, written as whole
+        columns; ``False`` (nothing written) when the flag columns are not boolean."""
         if self.codec.truncation_rule:  # the rule reads each row's observation
             return False
         truncated_column = _flags(result.fields, self.truncated_key)
@@ -237,7 +230,7 @@ class BatchBuffers:
             self._ended_now = True
             if self.same_step:
                 for k in np.flatnonzero(done).tolist():
-                    ended[indices[k]] = self.row_info(result, k) if noisy else {}
+                    ended[indices[k]] = {}
         return True
 
     def take_resets(

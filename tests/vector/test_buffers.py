@@ -229,3 +229,28 @@ def test_an_observation_that_does_not_fit_names_the_sub_envs_and_server(
     assert "(from sub-envs [1, 2] of the vector env, at http://server-of-1)" in (
         caught.value.__notes__
     )
+
+
+def test_rows_sent_out_of_order_land_in_their_sub_envs(
+    fleet: tuple[Connections, OpenEnvEnv], add_info: Any
+) -> None:
+    """A reply may list its sessions in any order: each row goes to the sub-env it names
+    (rows are written through a slice only when the sub-envs run one by one)."""
+    connections, template = fleet
+    buffers = _buffers(template, add_info)
+    _reset(connections, buffers)
+    wires = template.action_codec.encode_batch(np.array([0, 1, 0]), NUM_ENVS)
+    [(indices, result)] = _round_trip(connections, [("step", wire) for wire in wires])
+    order = [2, 0, 1]
+    permuted = BatchResult(
+        [result.indices[k] for k in order],
+        {key: np.asarray(value)[order] for key, value in result.fields.items()},
+        [result.reward[k] for k in order],
+        [result.done[k] for k in order],
+    )
+    buffers.take_steps(indices, permuted, None, {}, {})
+    expected = template.observation_codec.decode_batch(result.fields, NUM_ENVS)
+    np.testing.assert_array_equal(buffers.observations, expected)
+    assert buffers.rewards.tolist() == result.reward
+    assert buffers.terminations.tolist() == result.done
+    assert buffers.elapsed.tolist() == [1, 1, 1]

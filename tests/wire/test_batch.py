@@ -114,3 +114,13 @@ def test_indices_outside_the_connections_sessions_are_protocol_errors(indices: l
         parse_batch_result(frame, sessions=2)
     good = parse_batch_result(encode_batch_result([1, 0], replies, {}), sessions=2)
     assert good.indices == [1, 0]
+
+
+@pytest.mark.parametrize(("sent", "taken"), [([1, 0], [1, 0]), (["1", 0.0], [1, 0]), ([], [])])
+def test_indices_are_taken_as_ints(sent: list[Any], taken: list[int]) -> None:
+    """Ints are taken as sent; other numbers converted (as before the fast path)."""
+    data = {"indices": sent, "observation": {}, "reward": [0.0] * len(sent)}
+    raw = json.dumps({"type": "batch_result", "data": {**data, "done": [False] * len(sent)}})
+    assert parse_batch_result(raw, sessions=2).indices == taken
+    with pytest.raises(ProtocolError, match="malformed"):
+        parse_batch_result(raw.replace(json.dumps(sent), '["x"]', 1), sessions=2)
