@@ -13,6 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from openenv_gym.wire.compression_policy import (
+    CLEAR_FACTOR,
+    EARLY_FACTOR,
     EARLY_STEPS,
     MARGIN,
     MAX_REVISE_STEPS,
@@ -46,9 +48,9 @@ def run(policy: CompressionPolicy, cost: Cost, steps: int) -> list[bool]:
 
 def test_it_compresses_when_the_link_is_the_bottleneck() -> None:
     policy = CompressionPolicy()
-    asked = run(policy, tunnel, PROBE_STEPS + EARLY_STEPS)
-    # Packed first; the raw probe ends after a step that costs 6x a packed one.
-    assert asked == [True] * PROBE_STEPS + [False] * EARLY_STEPS
+    asked = run(policy, tunnel, PROBE_STEPS + 1)
+    # Packed first; the raw probe ends after one step that costs 6x a packed one.
+    assert asked == [True] * PROBE_STEPS + [False]
     assert policy.compress is True
     assert policy.cost(True) == pytest.approx(0.025)
     assert policy.cost(False) == pytest.approx(0.150)
@@ -104,7 +106,7 @@ def test_one_outlier_in_a_probe_does_not_decide() -> None:
     policy = CompressionPolicy()
     # The packed probe: one step disturbed by other work, seven normal ones.
     costs = iter([5.0] + [0.025] * (PROBE_STEPS - 1) + [0.150] * PROBE_STEPS)
-    for _ in range(PROBE_STEPS + EARLY_STEPS):
+    for _ in range(PROBE_STEPS + 1):
         choice = policy.choice()
         policy.record(choice, next(costs))
     assert policy.compress is True  # the median, not the mean, of the packed probe
@@ -114,7 +116,7 @@ def test_a_reply_to_a_request_of_the_other_choice_is_not_counted() -> None:
     policy = CompressionPolicy()
     policy.record(False, 99.0)  # a stale reply while packed frames are being probed
     assert policy.cost(False) is None
-    run(policy, tunnel, PROBE_STEPS + EARLY_STEPS)
+    run(policy, tunnel, PROBE_STEPS + 1)
     assert policy.compress is True
 
 
@@ -134,3 +136,31 @@ def test_warm_up_steps_ask_packed_and_do_not_count() -> None:
     for seconds in warming[:PROBE_STEPS]:
         without.record(without.choice(), seconds)
     assert without.cost(True) == pytest.approx(0.010 - 0.0002 * 3.5)  # the cold steps count
+
+
+def test_one_noisy_step_does_not_cut_a_probe_of_the_better_choice() -> None:
+    # One host under load: raw is 10% cheaper, but the first raw step of the probe lands in
+    # another process's burst (1.6x the packed median). It must not end the probe.
+    policy = CompressionPolicy()
+    costs = iter([0.0060] * PROBE_STEPS + [0.0060 * 1.6] + [0.0054] * (PROBE_STEPS - 1))
+    asked = []
+    for _ in range(2 * PROBE_STEPS):
+        choice = policy.choice()
+        asked.append(choice)
+        policy.record(choice, next(costs))
+    assert asked == [True] * PROBE_STEPS + [False] * PROBE_STEPS  # the raw probe ran out
+    assert policy.compress is False
+
+
+@pytest.mark.parametrize(
+    ("factor", "steps"),
+    [(CLEAR_FACTOR * 1.1, 1), ((EARLY_FACTOR + CLEAR_FACTOR) / 2, EARLY_STEPS)],
+    ids=["far-worse", "clearly-worse"],
+)
+def test_a_worse_probe_is_cut_after_one_step_when_far_worse_else_after_early_steps(
+    factor: float, steps: int
+) -> None:
+    policy = CompressionPolicy()
+    asked = run(policy, lambda compressed: 0.010 if compressed else 0.010 * factor, 40)
+    assert asked[PROBE_STEPS : PROBE_STEPS + steps + 1] == [False] * steps + [True]
+    assert policy.compress is True
