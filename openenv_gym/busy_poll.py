@@ -248,10 +248,11 @@ class SpinRule:
 
         ``asleep``: the wait did not spin, so a ``gap`` over ``READY_GAP + WAKE_UP_COST``
         includes the wake-up a spin saves; it is scored as ``gap - WAKE_UP_COST``.
-        Scored as measured, a reply that takes 250-300 µs (a single Pong env: ALE's 200 µs
-        step, the server's 40 µs around it) measured 300-350 µs asleep, over the client's
-        300 µs budget: once spinning stopped (a slow moment, a burst of load) the sleeping
-        waits kept it stopped, and every step paid the wake-up.
+        Scored as measured, a reply that comes 240-340 µs after the request (a single
+        Pong env: ALE's step, 197 µs of CPU at the median and 296 at p95, and the server's
+        40 µs around it) is 290-390 µs asleep, mostly over the client's 300 µs budget: once
+        spinning stopped (a slow moment, a burst of load) the slept waits kept it stopped,
+        and every step paid the wake-up.
         """
         if asleep and gap > READY_GAP + WAKE_UP_COST:
             gap -= WAKE_UP_COST
