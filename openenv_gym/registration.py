@@ -25,14 +25,16 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import gymnasium as gym
 
-from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.registry import NAMESPACE, SERVER_ENVS
 from openenv_gym.errors import EnvConfigError
-from openenv_gym.providers import ServerSpec, server_provider
+from openenv_gym.vector.entry_point import VectorEntryPoint
+
+if TYPE_CHECKING:
+    from openenv_gym.env import OpenEnvEnv
 
 #: The ids that are not a server env of ours: any OpenEnv server, any image.
 REMOTE_ENV_ID: Final = f"{NAMESPACE}/Remote-v0"
@@ -65,8 +67,6 @@ def register_vector_entry_points() -> None:
     """Give the ``openenv/...`` ids a native ``vector_entry_point`` (:class:`OpenEnvVectorEnv`),
     so ``gym.make_vec("openenv/CartPole-v1", num_envs=8)`` opens 8 sessions on one event loop.
     """
-    from openenv_gym.vector import VectorEntryPoint
-
     ids = [gym_id.name for spec in SERVER_ENVS.values() for gym_id in spec.gym_ids]
     for env_id in [*ids, REMOTE_ENV_ID]:
         spec = gym.registry.get(env_id)
@@ -112,6 +112,10 @@ def make_docker_env(
             "serve_args=['gymnasium', '--env-id', 'Acrobot-v1']) (`openenv-gym build` makes "
             "our images)"
         )
+    # The client and the providers load with the first env, not with the registry.
+    from openenv_gym.env import OpenEnvEnv
+    from openenv_gym.providers import ServerSpec, server_provider
+
     server = ServerSpec.take(kwargs, image=image)
     provider = server_provider(serve_args, server)
     return OpenEnvEnv(provider=provider, token=server.token, **kwargs)

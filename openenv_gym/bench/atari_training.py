@@ -181,20 +181,13 @@ def train(name: str, n_envs: int, timesteps: int, seed: int = 0) -> Row:
         venv = VecMonitor(venv)
     try:
         s = PPO_SETTINGS
-        model = PPO(
-            "CnnPolicy",
-            venv,
-            n_steps=s["n_steps"],
-            n_epochs=s["n_epochs"],
-            batch_size=min(s["batch_size"], s["n_steps"] * n_envs),
-            learning_rate=_linear(s["learning_rate"]),
-            clip_range=_linear(s["clip_range"]),
-            vf_coef=s["vf_coef"],
-            ent_coef=s["ent_coef"],
-            seed=seed,
-            device="cpu",
-            verbose=0,
-        )
+        settings = {
+            **s,
+            "batch_size": min(s["batch_size"], s["n_steps"] * n_envs),
+            "learning_rate": _linear(s["learning_rate"]),
+            "clip_range": _linear(s["clip_range"]),
+        }
+        model = PPO("CnnPolicy", venv, seed=seed, device="cpu", verbose=0, **settings)
         start = time.perf_counter()
         model.learn(total_timesteps=timesteps)
         seconds = time.perf_counter() - start

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from openenv_gym.bench.context import ENV_SPECS, Context, Settings, running_serv
 from openenv_gym.bench.links import parse_link
 from openenv_gym.bench.measure import CellResult
 from openenv_gym.bench.options import DEFAULT_OUT_ROOT, workers
+from openenv_gym.bench.report import write_markdown, write_rows
 from openenv_gym.bench.runner import Group, Log, load_average, machine, run_groups, stderr_line
 from openenv_gym.bench.suite import planned_cell
 
@@ -75,6 +75,20 @@ LINK_ROWS: Final = (
     LinkRow("wan", "CartPole", (64,), (*_OURS, "official")),
 )
 
+#: The columns of ``links.csv``.
+LINKS_CSV_COLUMNS: Final = (
+    "link",
+    "env",
+    "num_envs",
+    "contender",
+    "repeat",
+    "status",
+    "steps_per_s",
+    "p50_us",
+    "bound_steps_per_s",
+    "bounds",
+    "reason",
+)
 #: Default timed window per cell, and warm-up.
 DEFAULT_SECONDS: Final = 5.0
 WARMUP: Final = 0.5
@@ -246,41 +260,27 @@ def format_link_targets(measured: dict[tuple[str, str, int, str], Measured]) -> 
 
 def write_links_csv(measured: dict[tuple[str, str, int, str], Measured], path: Path) -> Path:
     """Every run of every cell, one line each (the repeat's own numbers, not medians)."""
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
+    return write_rows(
+        path,
+        LINKS_CSV_COLUMNS,
+        (
             [
-                "link",
-                "env",
-                "num_envs",
-                "contender",
-                "repeat",
-                "status",
-                "steps_per_s",
-                "p50_us",
-                "bound_steps_per_s",
-                "bounds",
-                "reason",
+                link,
+                env,
+                n,
+                key,
+                repeat + 1,
+                cell.status,
+                "" if cell.steps_per_s is None else f"{cell.steps_per_s:.1f}",
+                "" if not cell.latency_us else f"{cell.latency_us[0]:.0f}",
+                "" if cell.bound is None else f"{cell.bound:.1f}",
+                cell.bounds,
+                cell.reason,
             ]
-        )
-        for (link, env, n, key), runs in measured.items():
-            for repeat, cell in enumerate(runs.cells):
-                writer.writerow(
-                    [
-                        link,
-                        env,
-                        n,
-                        key,
-                        repeat + 1,
-                        cell.status,
-                        "" if cell.steps_per_s is None else f"{cell.steps_per_s:.1f}",
-                        "" if not cell.latency_us else f"{cell.latency_us[0]:.0f}",
-                        "" if cell.bound is None else f"{cell.bound:.1f}",
-                        cell.bounds,
-                        cell.reason,
-                    ]
-                )
-    return path
+            for (link, env, n, key), runs in measured.items()
+            for repeat, cell in enumerate(runs.cells)
+        ),
+    )
 
 
 def main(argv: Sequence[str] | None = None, log: Log = stderr_line) -> int:
@@ -329,34 +329,30 @@ def main(argv: Sequence[str] | None = None, log: Log = stderr_line) -> int:
     measured, notes = measure_links(
         rows, args.seconds, min(WARMUP, args.seconds / 6), args.repeats, log
     )
-    header = [
-        f"- **Date:** {started:%Y-%m-%d %H:%M} UTC",
-        f"- **Machine:** {machine()}",
-        f"- **Load average:** {load_at_start:.1f} at the start, {load_average():.1f} at the end",
-        f"- **Run:** `python -m benchmarks.links_table --seconds {args.seconds:g} --repeats "
-        f"{args.repeats}`"
+    run = (
+        f"`python -m benchmarks.links_table --seconds {args.seconds:g} --repeats {args.repeats}`"
         + ("" if chosen is None else f" `--links {args.links}`")
-        + "; our servers with `--workers auto`, rows are medians over the repeats",
-    ]
-    report = "\n".join(
-        [
-            *header,
-            "",
-            format_links_table(measured),
-            "",
-            "Targets of the link issue (ratios within this run):",
-            "",
-            format_link_targets(measured),
-            "",
-            *(f"- {note}" for note in notes),
-        ]
+        + "; our servers with `--workers auto`, rows are medians over the repeats"
     )
-    print(report)
+    header = {
+        "Date": f"{started:%Y-%m-%d %H:%M} UTC",
+        "Machine": machine(),
+        "Load average": f"{load_at_start:.1f} at the start, {load_average():.1f} at the end",
+        "Run": run,
+    }
     out_dir: Path = args.out or DEFAULT_OUT_ROOT / f"links-{started:%Y%m%d-%H%M%S}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "links.md").write_text(report + "\n")
+    markdown = write_markdown(
+        out_dir / "links.md",
+        header=header,
+        table=format_links_table(measured),
+        targets=format_link_targets(measured),
+        notes=notes,
+        png_name=None,
+        targets_title="Targets of the link issue",
+    )
     csv_path = write_links_csv(measured, out_dir / "links.csv")
-    print(f"\nMarkdown: {out_dir / 'links.md'}\nCSV: {csv_path}")
+    print(markdown.read_text() + f"\nMarkdown: {markdown}\nCSV: {csv_path}")
     return 0
 
 

@@ -6,6 +6,7 @@ prerequisite (ale-py, envpool) is missing.
 
 Example:
     >>> from openenv_gym.bench.context import ENV_SPECS, Context, Settings
+    >>> from openenv_gym.bench.measure import ActionStream
     >>> context = Context(ENV_SPECS["CartPole"], Settings(envs=["CartPole"], sizes=[1]))
     >>> driver = open_raw(context, 1)
     >>> window = driver.run(ActionStream.discrete(2, 1), seconds=0.01)
@@ -22,12 +23,9 @@ import numpy as np
 
 from openenv_gym.bench.context import Context, missing_module
 from openenv_gym.bench.measure import (
-    ActionStream,
     ContenderUnavailableError,
     Driver,
     LoopDriver,
-    Window,
-    timed_loop,
 )
 
 
@@ -84,31 +82,37 @@ def open_raw(context: Context, n: int) -> Driver:
     return single_env_driver(make_raw_env(context))
 
 
+def gym_vector_driver(
+    cls: Any, gym_id: str, n: int, make_kwargs: Any = None, requires: str | None = None
+) -> Driver:
+    """Gymnasium's ``SyncVectorEnv`` or ``AsyncVectorEnv`` of N ``gym.make(gym_id)``
+    (``requires``: the module that registers the id, imported by each env's maker)."""
+
+    def make() -> gym.Env[Any, Any]:
+        if requires is not None:  # an AsyncVectorEnv worker starts from a fresh interpreter
+            register_env_module(requires)
+        return gym.make(gym_id, **(make_kwargs or {}))
+
+    # forkserver: this process may already run other contenders' threads (an asyncio loop),
+    # and forking a threaded process is unsafe; the fork server is forked from a clean one.
+    kwargs = {"context": "forkserver"} if cls is gym.vector.AsyncVectorEnv else {}
+    return vector_env_driver(cls([make] * n, **kwargs))
+
+
 def open_sync(context: Context, n: int) -> Driver:
     """Gymnasium ``SyncVectorEnv``: N envs stepped in turn in this process."""
     make_raw_env(context).close()  # prerequisite check (and ALE registration)
     spec = context.spec
-    env = gym.vector.SyncVectorEnv(
-        [lambda: gym.make(spec.gym_id, **spec.make_kwargs) for _ in range(n)]
-    )
-    return vector_env_driver(env)
+    return gym_vector_driver(gym.vector.SyncVectorEnv, spec.gym_id, n, spec.make_kwargs)
 
 
 def open_async(context: Context, n: int) -> Driver:
     """Gymnasium ``AsyncVectorEnv``: one worker process per env, pipes and shared memory."""
     make_raw_env(context).close()
     spec = context.spec
-    requires = spec.requires_module
-
-    def make() -> gym.Env[Any, Any]:
-        if requires is not None:  # the worker starts from a fresh interpreter
-            register_env_module(requires)
-        return gym.make(spec.gym_id, **spec.make_kwargs)
-
-    # forkserver: this process may already run other contenders' threads (an asyncio loop),
-    # and forking a threaded process is unsafe; the fork server is forked from a clean one.
-    env = gym.vector.AsyncVectorEnv([make for _ in range(n)], context="forkserver")
-    return vector_env_driver(env)
+    return gym_vector_driver(
+        gym.vector.AsyncVectorEnv, spec.gym_id, n, spec.make_kwargs, spec.requires_module
+    )
 
 
 def _make_pool(context: Context, n: int) -> Any:
@@ -124,37 +128,21 @@ def _make_pool(context: Context, n: int) -> Any:
     )
 
 
-class _EnvpoolAsyncDriver:
-    """envpool's asynchronous API (``send``/``recv``) with ``batch_size == num_envs``."""
-
-    def __init__(self, pool: Any) -> None:
-        self._pool = pool
-        pool.async_reset()
-        _, _, _, _, info = pool.recv()
-        self._env_id = info["env_id"]
-
-    def _step(self, row: np.ndarray) -> None:
-        self._pool.send(row, self._env_id)
-        _, _, _, _, info = self._pool.recv()
-        self._env_id = info["env_id"]
-
-    def run(self, actions: ActionStream, seconds: float) -> Window:
-        return timed_loop(self._step, actions, seconds)
-
-    def close(self) -> None:
-        close = getattr(self._pool, "close", None)
-        if close is not None:
-            close()
-
-
 def open_envpool_async(context: Context, n: int) -> Driver:
     """envpool (C++ thread pool), async API ``send``/``recv``, ``num_envs = batch_size = N``."""
-    return _EnvpoolAsyncDriver(_make_pool(context, n))
+    pool = _make_pool(context, n)
+    pool.async_reset()
+    ready = [pool.recv()[-1]["env_id"]]  # the sub-envs whose replies came last
+
+    def step(row: np.ndarray) -> None:
+        pool.send(row, ready[0])
+        ready[0] = pool.recv()[-1]["env_id"]
+
+    return LoopDriver(step, getattr(pool, "close", None) or (lambda: None))
 
 
 def open_envpool_sync(context: Context, n: int) -> Driver:
     """envpool (C++ thread pool), sync API ``step(actions)``, ``num_envs = N``."""
     pool = _make_pool(context, n)
     pool.reset()
-    close = getattr(pool, "close", None) or (lambda: None)
-    return LoopDriver(pool.step, close)
+    return LoopDriver(pool.step, getattr(pool, "close", None) or (lambda: None))

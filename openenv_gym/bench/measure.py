@@ -113,10 +113,10 @@ class WindowTimer:
 
     Example:
         >>> timer = WindowTimer(0.0)
-        >>> timer.latencies.append(0.001)
-        >>> window = timer.window(timer.deadline)
-        >>> window.calls, window.latencies
-        (1, [0.001])
+        >>> now = timer.lap(timer.start)
+        >>> window = timer.window(now)
+        >>> window.calls, window.latencies == [now - timer.start]
+        (1, True)
     """
 
     def __init__(self, seconds: float) -> None:
@@ -124,6 +124,13 @@ class WindowTimer:
         self._cpu_start = time.process_time()
         self.start = time.perf_counter()
         self.deadline = self.start + seconds
+
+    def lap(self, before: float) -> float:
+        """Record one call that started at ``before``; the ``time.perf_counter()`` reading
+        that ended it."""
+        now = time.perf_counter()
+        self.latencies.append(now - before)
+        return now
 
     def window(self, now: float) -> Window:
         """The window that ended at ``now`` (a ``time.perf_counter()`` reading)."""
@@ -144,17 +151,15 @@ def timed_loop(
     """
     clock = time.perf_counter
     timer = WindowTimer(seconds)
-    record, deadline = timer.latencies.append, timer.deadline
     while True:
         row = actions.next()
         before = clock()
         done = step(row)
-        now = clock()
-        record(now - before)
+        now = timer.lap(before)
         if reset is not None and done:
             reset()
             now = clock()
-        if now >= deadline:
+        if now >= timer.deadline:
             return timer.window(now)
 
 

@@ -23,28 +23,33 @@ from openenv_gym.bench.links import link_argument
 
 #: Env names, as in :data:`openenv_gym.bench.context.ENV_SPECS`.
 ENV_NAMES: Final = ("CartPole", "Pong", "Variable")
-#: Contender keys, as in :data:`openenv_gym.bench.contenders.CONTENDERS`.
-CONTENDER_KEYS: Final = (
-    "raw",
-    "sync",
-    "async",
-    "envpool-sync",
-    "envpool",
-    "official-sync",
-    "official",
-    "ours-env",
-    "ours-env-zstd",
-    "ours-env-raw",
-    "ours-json",
-    "ours-binary",
-    "ours-zstd",
-    "ours-raw",
-    "ours-pool",
-    "learner-vector",
-    "learner-pool",
-    "variable-vector",
-    "variable-pool",
-)
+#: Every contender key, in table order (:data:`openenv_gym.bench.contenders.CONTENDERS`),
+#: with its plot colour and marker, all distinct (colour-blind-safe where it matters: ours vs
+#: the anchors); ``ours-vector`` is the vector row of ``--url``.
+CONTENDER_STYLES: Final = {
+    "raw": ("#1f77b4", "*"),
+    "sync": ("#ff7f0e", "s"),
+    "async": ("#2ca02c", "^"),
+    "envpool-sync": ("#9467bd", "v"),
+    "envpool": ("#8c564b", "D"),
+    "official-sync": ("#bcbd22", "P"),
+    "official": ("#7f7f7f", "X"),
+    "ours-env": ("#e377c2", "h"),
+    "ours-env-zstd": ("#f7b6d2", "3"),
+    "ours-env-raw": ("#c49c94", "4"),
+    "ours-json": ("#d62728", "o"),
+    "ours-binary": ("#000000", "p"),
+    "ours-zstd": ("#17becf", "d"),
+    "ours-raw": ("#aec7e8", "|"),
+    "ours-pool": ("#393b79", "H"),
+    "learner-vector": ("#ff9896", "<"),
+    "learner-pool": ("#31a354", ">"),
+    "variable-vector": ("#e6550d", "1"),
+    "variable-pool": ("#3182bd", "2"),
+    "ours-vector": ("#d62728", "8"),
+}
+#: The ``--contenders`` choices.
+CONTENDER_KEYS: Final = tuple(key for key in CONTENDER_STYLES if key != "ours-vector")
 DEFAULT_SIZES: Final = (1, 2, 4, 8, 16)
 #: ``--contention K``: how many CPU-bound processes may run beside the contenders.
 contention_count = int_argument(

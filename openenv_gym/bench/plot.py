@@ -17,53 +17,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from openenv_gym.bench.measure import CellResult
+from openenv_gym.bench.options import CONTENDER_STYLES
 
-#: One colour per contender (colour-blind-safe where it matters: ours vs the anchors).
-COLORS: Final = {
-    "raw": "#1f77b4",
-    "sync": "#ff7f0e",
-    "async": "#2ca02c",
-    "envpool-sync": "#9467bd",
-    "envpool": "#8c564b",
-    "official-sync": "#bcbd22",
-    "official": "#7f7f7f",
-    "ours-env": "#e377c2",
-    "ours-env-zstd": "#f7b6d2",
-    "ours-env-raw": "#c49c94",
-    "ours-json": "#d62728",
-    "ours-binary": "#000000",
-    "ours-zstd": "#17becf",
-    "ours-raw": "#aec7e8",
-    "ours-pool": "#393b79",
-    "learner-vector": "#ff9896",
-    "learner-pool": "#31a354",
-    "variable-vector": "#e6550d",
-    "variable-pool": "#3182bd",
-    "ours-vector": "#d62728",
-}
-#: One marker per contender, all distinct.
-MARKERS: Final = {
-    "raw": "*",
-    "sync": "s",
-    "async": "^",
-    "envpool-sync": "v",
-    "envpool": "D",
-    "official-sync": "P",
-    "official": "X",
-    "ours-env": "h",
-    "ours-env-zstd": "3",
-    "ours-env-raw": "4",
-    "ours-json": "o",
-    "ours-binary": "p",
-    "ours-zstd": "d",
-    "ours-raw": "|",
-    "ours-pool": "H",
-    "learner-vector": "<",
-    "learner-pool": ">",
-    "variable-vector": "1",
-    "variable-pool": "2",
-    "ours-vector": "8",
-}
+#: One colour and one marker per contender, as :data:`~openenv_gym.bench.options.CONTENDER_STYLES`.
+COLORS: Final = {key: color for key, (color, _) in CONTENDER_STYLES.items()}
+MARKERS: Final = {key: marker for key, (_, marker) in CONTENDER_STYLES.items()}
 
 
 def _throughput(axis: Any, cells: Sequence[CellResult], env: str) -> None:

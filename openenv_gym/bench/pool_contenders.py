@@ -42,7 +42,7 @@ from openenv_gym.bench.context import Context
 from openenv_gym.bench.local import require_module
 from openenv_gym.bench.measure import ActionStream, Driver, LoopDriver, Window, timed_loop
 from openenv_gym.bench.remote import OFFICIAL_CLIENT, ours_vector
-from openenv_gym.bench.targets import Target
+from openenv_gym.bench.targets import Target, vs
 from openenv_gym.errors import PicklableError
 
 #: The learner's time per env of a batch in the ``learner-*`` contenders (issue 25's wan row).
@@ -148,8 +148,14 @@ def _pool(context: Context, n: int, batch_size: int, *, official: bool = False) 
     return make_pool(spec.openenv_id, n, batch_size, base_url=list(urls), **kwargs)
 
 
-def _label(context: Context, key: str, n: int, batch_size: int) -> str:
-    return f"{key} {context.spec.name} N={n} batch_size={batch_size}"
+def _pool_driver(
+    context: Context, n: int, key: str, learner_seconds: float, *, official: bool = False
+) -> Driver:
+    """The pool (``batch_size = N / 2``) of contender ``key``, ``learner_seconds`` per batch."""
+    batch = half(n)
+    label = f"{key} {context.spec.name} N={n} batch_size={batch}"
+    pool = _pool(context, n, batch, official=official)
+    return PoolDriver(pool, learner_seconds, context.notes.append, label)
 
 
 def open_ours_pool(context: Context, n: int) -> Driver:
@@ -176,10 +182,7 @@ def open_learner_vector(context: Context, n: int) -> Driver:
 
 def open_learner_pool(context: Context, n: int) -> Driver:
     """The pool (``batch_size = N / 2``), a learner of :data:`LEARNER_MS_PER_ENV` per env."""
-    batch = half(n)
-    label = _label(context, "learner-pool", n, batch)
-    pool = _pool(context, n, batch)
-    return PoolDriver(pool, LEARNER_MS_PER_ENV / 1000 * batch, context.notes.append, label)
+    return _pool_driver(context, n, "learner-pool", LEARNER_MS_PER_ENV / 1000 * half(n))
 
 
 def open_variable_vector(context: Context, n: int) -> Driver:
@@ -195,21 +198,17 @@ def open_variable_pool(context: Context, n: int) -> Driver:
     """The pool (``batch_size = N / 2``) on the variable-time server,
     :data:`VARIABLE_LEARNER_MS` per batch."""
     require_module("openenv.core", OFFICIAL_CLIENT)
-    batch = half(n)
-    label = _label(context, "variable-pool", n, batch)
-    pool = _pool(context, n, batch, official=True)
-    return PoolDriver(pool, VARIABLE_LEARNER_MS / 1000, context.notes.append, label)
+    return _pool_driver(context, n, "variable-pool", VARIABLE_LEARNER_MS / 1000, official=True)
 
 
 def _parity(env: str, n: int) -> Target:
-    return Target(
+    return vs(
         f"pool(batch=N) {env} N={n} >= 0.95x vector env",
         env,
-        ("ours-pool",),
         n,
         "ours-binary",
-        n,
         0.95,
+        ("ours-pool",),
     )
 
 
@@ -218,24 +217,22 @@ POOL_TARGETS: Final[tuple[Target, ...]] = (
     _parity("CartPole", 16),
     _parity("CartPole", 64),
     _parity("Pong", 16),
-    Target(
+    vs(
         f"pool(batch=8) Variable N=16, learner {VARIABLE_LEARNER_MS:g} ms/batch >= 1.6x vector env",
         "Variable",
-        ("variable-pool",),
         16,
         "variable-vector",
-        16,
         1.6,
+        ("variable-pool",),
     ),
-    Target(
+    vs(
         f"pool(batch=16) Pong N=32 over wan, learner {LEARNER_MS_PER_ENV:g} ms/env >= 1.2x "
         "vector env",
         "Pong",
-        ("learner-pool",),
         32,
         "learner-vector",
-        32,
         1.2,
+        ("learner-pool",),
     ),
 )
 

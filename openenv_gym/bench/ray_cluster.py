@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -111,14 +111,21 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def poll_until(check: Callable[[], bool], timeout: float, interval: float) -> bool:
+    """Call ``check()`` every ``interval`` seconds until it holds (``True``) or ``timeout``
+    seconds have passed (``False``); what it raises goes through."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
 def wait_gone(pids: set[int], timeout: float) -> set[int]:
     """Wait until none of ``pids`` runs; return those still running after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = {p for p in pids if alive(p)}
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
+    poll_until(lambda: not any(alive(p) for p in pids), timeout, 0.1)
+    return {p for p in pids if alive(p)}
 
 
 class LocalRayCluster:
@@ -205,16 +212,15 @@ class LocalRayCluster:
         return self
 
     def _wait_for_port(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def listening() -> bool:
             self._check_running()
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection((self.ips[0], self.port), 1),
-            ):
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"the Ray head did not listen within {timeout}s:\n{self.log_tail()}")
+            with contextlib.suppress(OSError):
+                socket.create_connection((self.ips[0], self.port), 1).close()
+                return True
+            return False
+
+        if not poll_until(listening, timeout, 0.2):
+            raise TimeoutError(f"the Ray head did not listen within {timeout}s:\n{self.log_tail()}")
 
     def alive_nodes(self) -> int:
         """How many nodes the head counts alive (asked by a short-lived driver)."""
@@ -234,20 +240,19 @@ class LocalRayCluster:
         return int(last[0]) if out.returncode == 0 and last and last[0].isdigit() else -1
 
     def _wait_for_nodes(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self._check_running()
-            if self.alive_nodes() == count:
-                return
-            time.sleep(0.5)
-        raise TimeoutError(
-            f"{count} Ray nodes were not alive within {timeout}s:\n{self.log_tail()}"
-        )
+        if not poll_until(
+            lambda: self._check_running() and self.alive_nodes() == count, timeout, 0.5
+        ):
+            raise TimeoutError(
+                f"{count} Ray nodes were not alive within {timeout}s:\n{self.log_tail()}"
+            )
 
-    def _check_running(self) -> None:
+    def _check_running(self) -> bool:
+        """``True``, or ``RuntimeError`` when a node's ``ray start`` process exited."""
         for node in self.nodes:
             if node.poll() is not None:
                 raise RuntimeError(f"a ray start process exited early:\n{self.log_tail()}")
+        return True
 
     def log_tail(self, lines: int = 30) -> str:
         parts = []
@@ -282,8 +287,7 @@ class LocalRayCluster:
         if self.nodes[index].poll() is None:
             return
         deadline = time.monotonic() + timeout
-        while self.alive_nodes() != len(self.nodes) - 1 and time.monotonic() < deadline:
-            time.sleep(0.5)
+        poll_until(lambda: self.alive_nodes() == len(self.nodes) - 1, timeout, 0.5)
         self.nodes[index] = self._start_node(index)
         self._wait_for_nodes(len(self.nodes), max(1.0, deadline - time.monotonic()))
 

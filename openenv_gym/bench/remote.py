@@ -64,12 +64,11 @@ class OfficialGatherDriver:
         encode: WireAction,
         headers: dict[str, str] | None = None,
     ) -> None:
-        from openenv.core import GenericEnvClient
-
+        client = require_module("openenv.core", OFFICIAL_CLIENT).GenericEnvClient
         self._encode = encode
         self._loop = asyncio.new_event_loop()
         kwargs: dict[str, Any] = {"headers": headers} if headers else {}
-        self._clients = [GenericEnvClient(base_url=urls[i % len(urls)], **kwargs) for i in range(n)]
+        self._clients = [client(base_url=urls[i % len(urls)], **kwargs) for i in range(n)]
         try:
             self._loop.run_until_complete(self._open())
         except BaseException:
@@ -87,21 +86,17 @@ class OfficialGatherDriver:
         import time
 
         clients, encode = self._clients, self._encode
-        clock = time.perf_counter
         timer = WindowTimer(seconds)
-        record, deadline = timer.latencies.append, timer.deadline
         while True:
             row = actions.next()
-            before = clock()
+            before = time.perf_counter()
             results = await asyncio.gather(
                 *(client.step(encode(row[i : i + 1])) for i, client in enumerate(clients))
             )
             done = [client for client, result in zip(clients, results, strict=True) if result.done]
             if done:
                 await asyncio.gather(*(client.reset() for client in done))
-            now = clock()
-            record(now - before)
-            if now >= deadline:
+            if (now := timer.lap(before)) >= timer.deadline:
                 return timer.window(now)
 
     async def _close(self) -> None:
@@ -118,10 +113,9 @@ def official_sync_driver(
     url: str, encode: WireAction, headers: dict[str, str] | None = None
 ) -> Driver:
     """One official client through its ``.sync()`` wrapper (a background loop thread)."""
-    from openenv.core import GenericEnvClient
-
+    official = require_module("openenv.core", OFFICIAL_CLIENT)
     kwargs: dict[str, Any] = {"headers": headers} if headers else {}
-    client: Any = GenericEnvClient(base_url=url, **kwargs).sync()
+    client: Any = official.GenericEnvClient(base_url=url, **kwargs).sync()
     try:
         client.connect()
         client.reset(seed=0)
@@ -137,14 +131,12 @@ def official_sync_driver(
 
 def open_official(context: Context, n: int) -> Driver:
     """The official ``openenv`` client: asyncio gather over N ``GenericEnvClient`` sessions."""
-    require_module("openenv.core", OFFICIAL_CLIENT)
     urls = context.require_servers()
     return OfficialGatherDriver(urls, n, wire_action(context.spec.official_action_field))
 
 
 def open_official_sync(context: Context, n: int) -> Driver:
     """The official client's synchronous ``.sync()`` wrapper, one session."""
-    require_module("openenv.core", OFFICIAL_CLIENT)
     urls = context.require_servers()
     return official_sync_driver(urls[0], wire_action(context.spec.official_action_field))
 

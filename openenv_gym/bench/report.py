@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -132,33 +132,45 @@ def parse_table(text: str, index: int = 0) -> list[dict[str, str]]:
     ]
 
 
-def write_csv(cells: Sequence[CellResult], path: Path) -> Path:
-    """Write every cell (with its ratios) to ``path``; returns it."""
+def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
+    """Write a CSV of ``columns`` and ``rows`` to ``path``; returns it."""
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for cell in cells:
-            latency = cell.latency_us or (None, None, None)
-            writer.writerow(
-                [
-                    cell.env,
-                    cell.contender,
-                    cell.label,
-                    cell.num_envs,
-                    cell.status,
-                    "" if cell.steps_per_s is None else f"{cell.steps_per_s:.1f}",
-                    *("" if r is None else f"{r:.4f}" for r in ratios(cells, cell)),
-                    *("" if v is None else f"{v:.2f}" for v in latency),
-                    "" if cell.cpu_us_per_step is None else f"{cell.cpu_us_per_step:.2f}",
-                    cell.env_steps,
-                    f"{cell.seconds:.3f}",
-                    f"{cell.setup_seconds:.3f}",
-                    cell.reason,
-                    "" if cell.bound is None else f"{cell.bound:.1f}",
-                    cell.bounds,
-                ]
-            )
+        writer.writerow(columns)
+        writer.writerows(rows)
     return path
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def write_csv(cells: Sequence[CellResult], path: Path) -> Path:
+    """Write every cell (with its ratios) to ``path``; returns it."""
+    return write_rows(
+        path,
+        CSV_COLUMNS,
+        (
+            [
+                cell.env,
+                cell.contender,
+                cell.label,
+                cell.num_envs,
+                cell.status,
+                _number(cell.steps_per_s, 1),
+                *(_number(r, 4) for r in ratios(cells, cell)),
+                *(_number(v, 2) for v in cell.latency_us or (None, None, None)),
+                _number(cell.cpu_us_per_step, 2),
+                cell.env_steps,
+                f"{cell.seconds:.3f}",
+                f"{cell.setup_seconds:.3f}",
+                cell.reason,
+                _number(cell.bound, 1),
+                cell.bounds,
+            ]
+            for cell in cells
+        ),
+    )
 
 
 def write_markdown(
@@ -169,12 +181,13 @@ def write_markdown(
     targets: str,
     notes: Sequence[str],
     png_name: str | None,
+    targets_title: str = "Targets measured in this run",
 ) -> Path:
     """The report as one Markdown file (what the README's benchmark section shows)."""
     facts = "\n".join(f"- **{key}:** {value}" for key, value in header.items())
     parts = [facts + "\n", table + "\n"]
     if targets:
-        parts.append(f"Targets measured in this run (ratios within this run):\n\n{targets}\n")
+        parts.append(f"{targets_title} (ratios within this run):\n\n{targets}\n")
     if notes:
         parts.append("\n".join(f"- {note}" for note in notes) + "\n")
     if png_name:

@@ -130,97 +130,82 @@ class Target:
 
 
 _OURS_VECTOR: Final = ("ours-json", "ours-binary")
+_OURS_ENV: Final = ("ours-env",)
+
+
+def vs(
+    text: str,
+    env: str,
+    n: int,
+    reference: str,
+    factor: float,
+    ours: tuple[str, ...] = _OURS_VECTOR,
+    kind: str = RATE,
+) -> Target:
+    """The :class:`Target` of ``ours`` (default: our vector env, JSON or binary) against
+    ``reference`` at the same N (every target of the suite compares at one N)."""
+    return Target(text, env, ours, n, reference, n, factor, kind)
+
 
 #: The targets of the throughput issue (issue 11).
 TARGETS: Final = (
-    Target(
-        "vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)",
-        "CartPole",
-        _OURS_VECTOR,
-        8,
-        "async",
-        8,
-        1.5,
-    ),
-    Target(
-        "vector CartPole N=16 >= 2x AsyncVectorEnv(16)",
-        "CartPole",
-        _OURS_VECTOR,
-        16,
-        "async",
-        16,
-        2.0,
-    ),
-    Target("vector Pong N=8 >= 1.0x AsyncVectorEnv(8)", "Pong", _OURS_VECTOR, 8, "async", 8, 1.0),
-    Target("vector Pong N=8 >= 0.8x envpool async(8)", "Pong", _OURS_VECTOR, 8, "envpool", 8, 0.8),
-    Target(
+    vs("vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)", "CartPole", 8, "async", 1.5),
+    vs("vector CartPole N=16 >= 2x AsyncVectorEnv(16)", "CartPole", 16, "async", 2.0),
+    vs("vector Pong N=8 >= 1.0x AsyncVectorEnv(8)", "Pong", 8, "async", 1.0),
+    vs("vector Pong N=8 >= 0.8x envpool async(8)", "Pong", 8, "envpool", 0.8),
+    vs(
         "single-env CartPole >= 2x official client .sync()",
         "CartPole",
-        ("ours-env",),
         1,
         "official-sync",
-        1,
         2.0,
+        _OURS_ENV,
     ),
     *(
-        Target(
+        vs(
             f"client CPU per step, {env} N=16 <= 1/3 official client's",
             env,
-            _OURS_VECTOR,
             16,
             "official",
-            16,
             1 / 3,
-            CPU,
+            kind=CPU,
         )
         for env in ("CartPole", "Pong")
     ),
 )
-
-
+_BESIDE: Final = "beside CPU-bound processes:"
 #: Targets beside CPU-bound processes (issue 33: ``--contention K``).
 CONTENTION_TARGETS: Final = (
-    Target(
-        "beside CPU-bound processes: single-env CartPole >= 1.3x official client .sync()",
+    vs(
+        f"{_BESIDE} single-env CartPole >= 1.3x official client .sync()",
         "CartPole",
-        ("ours-env",),
         1,
         "official-sync",
-        1,
         1.3,
+        _OURS_ENV,
     ),
-    Target(
-        "beside CPU-bound processes: vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)",
-        "CartPole",
-        _OURS_VECTOR,
-        8,
-        "async",
-        8,
-        1.5,
-    ),
+    vs(f"{_BESIDE} vector CartPole N=8 >= 1.5x AsyncVectorEnv(8)", "CartPole", 8, "async", 1.5),
 )
 #: Targets of compression chosen by measurement (issue 33): through a tunnel, and on one
 #: host without shared memory (``--link rtt_ms=0``), the default against each forced choice.
 TUNNEL_TARGETS: Final = (
-    Target(
+    vs(
         "tunnel Pong N=16: defaults >= 0.9x compression='zstd'",
         "Pong",
-        ("ours-binary",),
         16,
         "ours-zstd",
-        16,
         0.9,
+        ("ours-binary",),
     ),
 )
 NO_SHARED_MEMORY_TARGETS: Final = tuple(
-    Target(
+    vs(
         f"same host without shared memory, Pong N=16: defaults >= 0.95x compression={name!r}",
         "Pong",
-        ("ours-binary",),
         16,
         key,
-        16,
         0.95,
+        ("ours-binary",),
     )
     for name, key in (("off", "ours-raw"), ("zstd", "ours-zstd"))
 )

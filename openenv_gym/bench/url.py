@@ -29,14 +29,13 @@ import gymnasium as gym
 from gymnasium.vector.utils import batch_space
 
 from openenv_gym.bench.local import (
+    gym_vector_driver,
     register_env_module,
-    require_module,
     single_env_driver,
     vector_env_driver,
 )
 from openenv_gym.bench.measure import ActionStream, Driver
 from openenv_gym.bench.remote import (
-    OFFICIAL_CLIENT,
     OfficialGatherDriver,
     official_sync_driver,
     ours_vector,
@@ -159,16 +158,27 @@ def _raw_space(gym_id: str) -> gym.Space[Any]:
 def plan(
     info: ServerInfo, sizes: Sequence[int], token: str | None, contenders: Sequence[str] | None
 ) -> list[Group]:
-    """The cells for a server described by :func:`probe`, in one group."""
-    label = info.name or info.url
+    """The cells for a server described by :func:`probe`, in one group (the suite's
+    contenders' labels; ``ours-vector`` runs for ``--contenders ours-json`` or ``ours-binary``)."""
+    from openenv_gym.bench.contenders import CONTENDERS
+
+    labels = {c.key: c.label for c in CONTENDERS} | {"ours-vector": "ours vector"}
     headers = {"Authorization": f"Bearer {token}"} if token else None
     wanted = set(contenders) if contenders is not None else None
-    space = info.action_space
+    space, gym_id = info.action_space, info.gym_id
+    requires = "ale_py" if gym_id and gym_id.startswith("ALE/") else None
+    raw_space = _raw_space(gym_id) if gym_id else None
+    cells: list[PlannedCell] = []
 
-    def single_row(action: Any) -> list[Any]:
-        return [action]
+    def add(
+        key: str, n: int, open_: Callable[[], Driver], rows: Callable[[], ActionStream]
+    ) -> None:
+        keys = {key, "ours-json", "ours-binary"} if key == "ours-vector" else {key}
+        if wanted is None or keys & wanted:
+            label = f"gymnasium {gym_id} (raw, 1 env)" if key == "raw" else labels[key]
+            cells.append(PlannedCell(info.name or info.url, key, label, n, open_, rows))
 
-    def official_row(n: int) -> Callable[[], ActionStream]:
+    def official_rows(n: int) -> Callable[[], ActionStream]:
         def rows() -> ActionStream:
             space.seed(0)
             return ActionStream.sampled(
@@ -177,85 +187,37 @@ def plan(
 
         return rows
 
-    def open_official_sync() -> Driver:
-        require_module("openenv.core", OFFICIAL_CLIENT)
-        return official_sync_driver(info.url, lambda row: row[0], headers)
+    def first(row: Any) -> Any:
+        return row[0]
 
-    def open_official(n: int) -> Callable[[], Driver]:
-        def open_() -> Driver:
-            require_module("openenv.core", OFFICIAL_CLIENT)
-            return OfficialGatherDriver([info.url], n, lambda one: one[0], headers)
+    def one_row(action: Any) -> list[Any]:
+        return [action]
 
-        return open_
-
-    def open_ours_env() -> Driver:
+    def open_single(id: str, **kwargs: Any) -> Driver:
         import openenv_gym  # noqa: F401  (registers the ids)
 
-        env = gym.make("openenv/Remote-v0", base_url=info.url, token=token)
-        return single_env_driver(env, pick=lambda row: row[0])
+        return single_env_driver(gym.make(id, **kwargs), pick=first)
 
-    def open_ours_vector(n: int) -> Callable[[], Driver]:
-        return lambda: vector_env_driver(ours_vector(None, n, [info.url], "auto", token=token))
-
-    cells: list[PlannedCell] = []
-    gym_id = info.gym_id
-    raw_space = _raw_space(gym_id) if gym_id else None
-
-    def add(
-        key: str, name: str, n: int, open_: Callable[[], Driver], rows: Callable[[], ActionStream]
-    ) -> None:
-        keys = {key, "ours-json", "ours-binary"} if key == "ours-vector" else {key}
-        if wanted is None or keys & wanted:
-            cells.append(PlannedCell(label, key, name, n, open_, rows))
+    def open_ours_vector(n: int) -> Driver:
+        return vector_env_driver(ours_vector(None, n, [info.url], "auto", token=token))
 
     if gym_id and raw_space is not None:
-        add(
-            "raw",
-            f"gymnasium {gym_id} (raw, 1 env)",
-            1,
-            lambda: single_env_driver(gym.make(gym_id), pick=lambda row: row[0]),
-            lambda: _sampled(raw_space, single_row),
-        )
-    add("official-sync", "official client .sync() (1 env)", 1, open_official_sync, official_row(1))
-    add(
-        "ours-env", "ours OpenEnvEnv (1 env)", 1, open_ours_env, lambda: _sampled(space, single_row)
-    )
+        add("raw", 1, partial(open_single, gym_id), partial(_sampled, raw_space, one_row))
+    open_official_sync = partial(official_sync_driver, info.url, first, headers)
+    add("official-sync", 1, open_official_sync, official_rows(1))
+    open_ours_env = partial(open_single, "openenv/Remote-v0", base_url=info.url, token=token)
+    add("ours-env", 1, open_ours_env, partial(_sampled, space, one_row))
     for n in capped_sizes(sizes, info.capacity):
         if gym_id and raw_space is not None:
-            batched = batch_space(raw_space, n)
-            add(
-                "sync",
-                "gymnasium SyncVectorEnv",
-                n,
-                _vector(gym.vector.SyncVectorEnv, gym_id, n),
-                partial(_sampled, batched),
-            )
-            add(
-                "async",
-                "gymnasium AsyncVectorEnv",
-                n,
-                _vector(gym.vector.AsyncVectorEnv, gym_id, n),
-                partial(_sampled, batched),
-            )
-        add("official", "official client (gather)", n, open_official(n), official_row(n))
+            for key, cls in (
+                ("sync", gym.vector.SyncVectorEnv),
+                ("async", gym.vector.AsyncVectorEnv),
+            ):
+                opener = partial(gym_vector_driver, cls, gym_id, n, None, requires)
+                add(key, n, opener, partial(_sampled, batch_space(raw_space, n)))
+        official = partial(OfficialGatherDriver, [info.url], n, first, headers)
+        add("official", n, official, official_rows(n))
         add(
-            "ours-vector",
-            "ours vector",
-            n,
-            open_ours_vector(n),
-            partial(_sampled, batch_space(space, n)),
+            "ours-vector", n, partial(open_ours_vector, n), partial(_sampled, batch_space(space, n))
         )
     return [Group(cells, notes=list(info.notes))]
-
-
-def _vector(cls: Any, gym_id: str, n: int) -> Callable[[], Driver]:
-    def make() -> gym.Env[Any, Any]:
-        if gym_id.startswith("ALE/"):  # a forkserver worker starts from a fresh interpreter
-            register_env_module("ale_py")
-        return gym.make(gym_id)
-
-    def open_() -> Driver:
-        kwargs = {"context": "forkserver"} if cls is gym.vector.AsyncVectorEnv else {}
-        return vector_env_driver(cls([make] * n, **kwargs))
-
-    return open_

@@ -24,12 +24,13 @@ import contextlib
 import importlib.util
 import multiprocessing
 import random
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 import httpx
+
+from openenv_gym.bench.ray_cluster import free_ports, poll_until
 
 #: The mean step time of the ``Variable`` env (issue 25's workload).
 MEAN_MS: Final = 5.0
@@ -103,25 +104,24 @@ def serve(mean_seconds: float, max_sessions: int) -> Iterator[str]:
         raise ModuleNotFoundError(
             "the Variable env's server is the official openenv package's: pip install openenv"
         )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    (port,) = free_ports(1)
     process = multiprocessing.get_context("spawn").Process(
         target=_run_server, args=(port, mean_seconds, max_sessions), daemon=True
     )
     process.start()
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return True
+        if not process.is_alive():
+            raise RuntimeError(f"the official openenv server at {url} exited before it started")
+        return False
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or not process.is_alive():
-                raise RuntimeError(f"the official openenv server at {url} did not start")
-            time.sleep(0.1)
+        if not poll_until(healthy, 60, 0.1):
+            raise RuntimeError(f"the official openenv server at {url} did not start in 60 s")
         yield url
     finally:
         process.terminate()

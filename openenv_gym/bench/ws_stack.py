@@ -19,11 +19,12 @@ import argparse
 import asyncio
 import importlib.util
 import multiprocessing
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from openenv_gym.bench.ray_cluster import free_ports
 
 SERVERS = (
     "websockets/asyncio",
@@ -52,12 +53,6 @@ class EchoResult:
     def microseconds(self) -> float:
         """Mean microseconds per round trip."""
         return 1e6 / self.round_trips_per_s
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _run_server(kind: str, port: int, ready: Any) -> None:
@@ -260,7 +255,7 @@ def measure(seconds: float = 2.0, size: int = 64) -> list[EchoResult]:
     results = []
     clients = [kind for kind in CLIENTS if installed(kind)]
     for server_kind in (kind for kind in SERVERS if installed(kind)):
-        port = _free_port()
+        (port,) = free_ports(1)
         ready = context.Event()
         server = context.Process(target=_run_server, args=(server_kind, port, ready), daemon=True)
         server.start()

@@ -11,8 +11,22 @@
 * :mod:`.options`: the checked arguments; :mod:`.entry_point`: ``gym.make_vec`` support.
 """
 
+from typing import TYPE_CHECKING
+
+from openenv_gym.extras import lazy_exports
 from openenv_gym.vector.entry_point import VectorEntryPoint
-from openenv_gym.vector.env import RECONNECTED_KEY, OpenEnvVectorEnv
-from openenv_gym.vector.pool import OpenEnvPool, make_pool
+
+if TYPE_CHECKING:
+    from openenv_gym.vector.env import RECONNECTED_KEY, OpenEnvVectorEnv
+    from openenv_gym.vector.pool import OpenEnvPool, make_pool
+
+# ``import openenv_gym`` registers the vector entry points: the vector env loads on first use.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "openenv_gym.vector.env": ("RECONNECTED_KEY", "OpenEnvVectorEnv"),
+        "openenv_gym.vector.pool": ("OpenEnvPool", "make_pool"),
+    },
+)
 
 __all__ = ["RECONNECTED_KEY", "OpenEnvPool", "OpenEnvVectorEnv", "VectorEntryPoint", "make_pool"]

@@ -9,9 +9,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openenv_gym.vector.env import OpenEnvVectorEnv
+if TYPE_CHECKING:
+    from openenv_gym.vector.env import OpenEnvVectorEnv
 
 
 class VectorEntryPoint:
@@ -21,6 +22,9 @@ class VectorEntryPoint:
         self.id = id
 
     def __call__(self, num_envs: int = 1, **kwargs: Any) -> OpenEnvVectorEnv:
+        # Registered on ``import openenv_gym``: the vector env loads when one is made.
+        from openenv_gym.vector.env import OpenEnvVectorEnv
+
         return OpenEnvVectorEnv(self.id, num_envs, **kwargs)
 
     def __repr__(self) -> str:
