@@ -17,13 +17,16 @@ not shrink :data:`~openenv_gym.wire.compressed.MIN_RATIO` times, whatever was as
 
 The rule, step by step:
 
-0. **Warm up** (``warmup`` steps; a single env's session and a batch connection:
-   :data:`WARMUP_STEPS`): a fresh session's steps get cheaper over their first few dozen
-   (busy-polling and caches settle: on loopback, Pong's cost per step fell from 620 to
-   380 µs over 25 steps whatever was asked), which would make whichever choice is probed
-   first look worse. A batch connection's first exchange is the vector env's ``reset``
-   (Pong N=16: 1-4 s on a loaded machine, then two steps of 20 ms against 6 ms). These
-   steps ask for packed frames and are not measured.
+0. **Warm up** (``warmup`` steps): a fresh session's steps get cheaper over their first
+   few dozen (busy-polling and caches settle: on loopback, a single Pong env's cost per
+   step fell from 620 to 380 µs over 25 steps whatever was asked), which would make
+   whichever choice is probed first look worse; a single env's session skips
+   :data:`WARMUP_STEPS`. A batch connection's first exchange is the vector env's ``reset``
+   (Pong N=16: 1-4 s on a loaded machine), then two steps of 20 ms against 6 ms; it skips
+   :data:`BATCH_WARMUP_STEPS`, no more: through a tunnel each step is 25 ms, and 32 of them
+   moved the first raw probe (one 150 ms step) from a run's first half second into its
+   timed window (``bench --link tunnel``, Pong N=16: 0.83x of forced zstd against 0.95x).
+   These steps ask for packed frames and are not measured.
 1. **Probe both**: the first :data:`PROBE_STEPS` steps packed, the next ones raw; the choice
    is the one whose median cost per step is lower.
 2. **Cut a probe short** when it is clearly worse: once :data:`EARLY_STEPS` steps of a probe
@@ -64,6 +67,8 @@ from typing import Final
 
 #: Steps a single env's session runs before its first probe (not measured; see rule 0).
 WARMUP_STEPS: Final = 32
+#: Steps a batch connection runs before its first probe: the reset and two cold steps.
+BATCH_WARMUP_STEPS: Final = 4
 #: Steps each choice is measured for in a probe.
 PROBE_STEPS: Final = 8
 #: Steps after which a probe that is clearly worse ends (two: one step over
@@ -189,6 +194,7 @@ class CompressionPolicy:
 
 
 __all__ = [
+    "BATCH_WARMUP_STEPS",
     "CLEAR_FACTOR",
     "EARLY_FACTOR",
     "EARLY_STEPS",

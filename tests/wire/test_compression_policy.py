@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from openenv_gym.wire.compression_policy import (
+    BATCH_WARMUP_STEPS,
     CLEAR_FACTOR,
     EARLY_FACTOR,
     EARLY_STEPS,
@@ -164,3 +165,14 @@ def test_a_worse_probe_is_cut_after_one_step_when_far_worse_else_after_early_ste
     asked = run(policy, lambda compressed: 0.010 if compressed else 0.010 * factor, 40)
     assert asked[PROBE_STEPS : PROBE_STEPS + steps + 1] == [False] * steps + [True]
     assert policy.compress is True
+
+
+def test_a_batch_connection_s_reset_and_cold_steps_stay_out_of_the_first_probe() -> None:
+    # Pong N=16 on one host, traced: the reset (1.6 s), two cold steps, then steady steps.
+    policy = CompressionPolicy(warmup=BATCH_WARMUP_STEPS)
+    for seconds in (1.6, 0.020, 0.019, 0.0060):
+        assert policy.choice() is True
+        policy.record(True, seconds)
+    run(policy, same_host, 2 * PROBE_STEPS)
+    assert policy.cost(True) == pytest.approx(0.0060)  # only steady steps were measured
+    assert policy.compress is False
