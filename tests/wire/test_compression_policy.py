@@ -21,6 +21,7 @@ from openenv_gym.wire.compression_policy import (
     MAX_REVISE_STEPS,
     PROBE_BUDGET,
     PROBE_STEPS,
+    REVISE_STEPS,
     WARMUP_STEPS,
     CompressionPolicy,
 )
@@ -177,3 +178,24 @@ def test_a_batch_connection_s_reset_and_cold_steps_stay_out_of_the_first_probe()
     # The warm-up counted for nothing: a whole packed probe of steady steps, then raw.
     assert asked == [True] * PROBE_STEPS + [False] * PROBE_STEPS
     assert policy.compress is False
+
+
+def test_a_near_first_call_on_cold_steps_is_checked_again_soon() -> None:
+    # The bench's trace: packed steps cost 3.0 or 5.8 ms by turns through the first probe
+    # (median 4.26 ms), then 3.1 ms steady; raw steps 3.5 ms. The first call (raw) is near:
+    # checked again after REVISE_STEPS.
+    policy = CompressionPolicy()
+    for k in range(PROBE_STEPS):
+        policy.record(policy.choice(), 0.0058 if k % 2 else 0.0030)  # the packed probe, cold
+    steady = run(policy, lambda c: 0.0031 if c else 0.0035, REVISE_STEPS + 2 * PROBE_STEPS)
+    assert steady[:PROBE_STEPS] == [False] * PROBE_STEPS  # the raw probe: raw chosen
+    assert policy.switches == 1  # packed back within REVISE_STEPS
+    assert policy.compress is True
+    assert steady[-PROBE_STEPS:] == [True] * PROBE_STEPS
+
+
+def test_a_clear_first_call_keeps_the_budgeted_stay() -> None:
+    # A tunnel: the first call is clear (6x), so the next raw probe waits as the budget says.
+    policy = CompressionPolicy()
+    asked = run(policy, tunnel, PROBE_STEPS + 1 + 4 * REVISE_STEPS)
+    assert asked[PROBE_STEPS + 1 :] == [True] * (4 * REVISE_STEPS)
