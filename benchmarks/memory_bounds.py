@@ -16,17 +16,15 @@ Not a test: RSS depends on the allocator and the machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
-from openenv_gym.providers.ready_line import READY_PREFIX
+from openenv_gym.providers import LocalServerProcess
 from openenv_gym.server.app import HARD_CAP_FACTOR
 
 
@@ -83,19 +81,14 @@ def send_for(sock: socket.socket, data: bytes, seconds: float) -> int:
 
 @contextmanager
 def server(max_message_size: int | None) -> Iterator[tuple[int, int]]:
-    command = [sys.executable, "-m", "openenv_gym.cli", "serve", "gymnasium"]
-    command += ["--env-id", "CartPole-v1", "--port", "0", "--max-sessions", "256"]
+    """A CartPole server (``openenv-gym serve``) in a child process: its pid and port."""
+    serve = ["gymnasium", "--env-id", "CartPole-v1", "--max-sessions", "256"]
     if max_message_size is not None:
-        command += ["--max-message-size", str(max_message_size)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        port = int(json.loads(line[len(READY_PREFIX) :])["port"])
-        yield process.pid, port
-    finally:
-        process.terminate()
-        process.wait(30)
+        serve += ["--max-message-size", str(max_message_size)]
+    with LocalServerProcess(serve) as process:
+        assert process.pid is not None
+        assert process.base_url is not None
+        yield process.pid, int(urlsplit(process.base_url).port or 0)
 
 
 def settle(pid: int) -> float:

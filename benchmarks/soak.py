@@ -15,38 +15,25 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
+from benchmarks.memory_bounds import rss_mib
 from openenv_gym import OpenEnvVectorEnv
-from openenv_gym.providers.ready_line import READY_PREFIX
-
-
-def rss_mib(pid: int) -> float:
-    """Resident memory of ``pid`` in MiB (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except FileNotFoundError:
-        pass
-    return 0.0
+from openenv_gym.bench.ray_cluster import descendants
+from openenv_gym.providers import LocalServerProcess
 
 
 def tree_rss_mib(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (a ``--workers`` server's processes)."""
-    total = rss_mib(pid)
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as children:
-            total += sum(rss_mib(int(child)) for child in children.read().split())
-    except FileNotFoundError:
-        pass
+    """Resident memory of ``pid`` and every process below it (a ``--workers`` server's)."""
+    total = 0.0
+    for process in (pid, *descendants(pid)):
+        with contextlib.suppress(OSError, RuntimeError):  # it ended in between
+            total += rss_mib(process)
     return total
 
 
@@ -59,15 +46,12 @@ def main() -> None:
     parser.add_argument("--env-id", default="CartPole-v1")
     args = parser.parse_args()
 
-    command = [sys.executable, "-m", "openenv_gym.cli", "serve", "gymnasium"]
-    command += ["--env-id", args.env_id, "--port", "0", "--workers", args.workers]
-    command += ["--max-sessions", str(args.sessions)]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        url = json.loads(line[len(READY_PREFIX) :])["url"]
-        envs = OpenEnvVectorEnv(None, args.sessions, base_url=url)
+    serve = ["gymnasium", "--env-id", args.env_id, "--workers", args.workers]
+    serve += ["--max-sessions", str(args.sessions)]
+    with LocalServerProcess(serve) as server:
+        assert server.pid is not None
+        assert server.base_url is not None
+        envs = OpenEnvVectorEnv(None, args.sessions, base_url=server.base_url)
         rng = np.random.default_rng(0)
         n = envs.action_space.shape[0] if envs.action_space.shape else args.sessions
         envs.reset(seed=0)
@@ -89,9 +73,6 @@ def main() -> None:
                     flush=True,
                 )
         envs.close()
-    finally:
-        server.terminate()
-        server.wait(30)
     print(
         f"soak: {args.sessions} sessions of {args.env_id}, {rows[-1][0]:,} steps in total, "
         f"one server (--workers {args.workers}), random actions"

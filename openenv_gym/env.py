@@ -241,6 +241,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
                 self._connect_options,
                 step_body=found.sources.step_body,
                 form=found.form,
+                session_fields=found.sources.session_fields,
             )
             schema = found.schema
             self._action_codec, self._observation_codec = self._build_codecs(schema)
@@ -338,7 +339,7 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         self._last_observation = observation
         self._record_legal(reply)
         terminated, truncated = episode_flags(
-            self._observation_codec, reply.observation, bool(reply.done)
+            self._observation_codec, reply.observation, bool(reply.done), reply.stated_flags
         )
         reward = 0.0 if reply.reward is None else float(reply.reward)
         return observation, reward, terminated, truncated, self._info(reply)
@@ -488,7 +489,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         return self._session
 
     def _info(self, reply: ObservationReply) -> dict[str, Any]:
-        return reply_info(self._observation_codec, reply)
+        legal_key = self._observation_codec.legal_key  # the mask: as action_masks() gives it
+        mask = None if legal_key is None else self._action_codec.legal_mask(self._legal, legal_key)
+        return reply_info(self._observation_codec, reply, mask)
 
     def __repr__(self) -> str:
         where = getattr(self, "base_url", None) or "not connected"

@@ -69,6 +69,7 @@ from openenv_gym.spaces.sources import (
 )
 from openenv_gym.spaces.tool_list import ToolSpec, is_bare_action_schema, is_tool_call_schema
 from openenv_gym.spaces.tools import tool_codecs
+from openenv_gym.spaces.uci_moves import may_be_chess, with_uci_moves
 from openenv_gym.wire.messages import (
     HEALTH_PATH,
     METADATA_PATH,
@@ -312,6 +313,8 @@ class SpaceMapper:
         if schema["observation"].get(X_FROM_FIRST_OBSERVATION) and probe is not None:
             sample, _ = self._probed(probe, probed_as)
             schema = {**schema, "observation": observation_schema_from_sample(sample)}
+        if probe is not None and may_be_chess(schema):  # a free string field: a UCI move?
+            schema = with_uci_moves(schema, self._probed(probe, probed_as)[0])
         act, obs, problems = self._map(schema, None, None)
         if problems and any(p.needs_data for p in problems) and probe is not None:
             sample, hints = self._probed(probe, probed_as)
@@ -453,14 +456,22 @@ __all__ = [
 
 
 _ENVELOPE_INFO_KEY: Final = "metadata"
+#: Where ``info`` holds the legal-action mask.
+ACTION_MASK_KEY: Final = "action_mask"
 
 
 def episode_flags(
-    codec: ObservationCodec, observation: Mapping[str, Any], done: bool
+    codec: ObservationCodec,
+    observation: Mapping[str, Any],
+    done: bool,
+    stated: tuple[bool, bool] | None = None,
 ) -> tuple[bool, bool]:
-    """``(terminated, truncated)`` of a reply: exact with ``x-terminated-key`` and
-    ``x-truncated-key``, else ``done`` is termination unless the truncation field is set
-    or the codec's :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
+    """``(terminated, truncated)`` of a reply: as the server ``stated`` them when it sent
+    Gymnasium's own flags; exact with ``x-terminated-key`` and ``x-truncated-key``, else
+    ``done`` is termination unless the truncation field is set or the codec's
+    :meth:`~openenv_gym.spaces.ObservationCodec.truncates` rule says so."""
+    if stated is not None:
+        return stated
     truncated_key = codec.truncated_key
     truncated = bool(observation.get(truncated_key, False)) if truncated_key else False
     terminated_key = codec.terminated_key
@@ -471,8 +482,12 @@ def episode_flags(
     return bool(done) and not truncated, truncated
 
 
-def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, Any]:
-    """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged."""
+def reply_info(
+    codec: ObservationCodec, reply: ObservationReply, mask: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The Gymnasium ``info`` of a reply: the fields outside the space, ``metadata`` merged,
+    and ``info["action_mask"]`` (``int8``) when ``mask`` is given: Gymnasium's convention,
+    as Taxi's, ``env.action_space.sample(mask=info["action_mask"])``."""
     extras = codec.extras(reply.observation)
     flags = (_ENVELOPE_INFO_KEY, codec.truncated_key, codec.terminated_key)
     info = {k: v for k, v in extras.items() if k not in flags}
@@ -480,4 +495,6 @@ def reply_info(codec: ObservationCodec, reply: ObservationReply) -> dict[str, An
     if isinstance(nested, dict):
         info.update(nested)
     info.update(reply.metadata)
+    if mask is not None:
+        info[ACTION_MASK_KEY] = mask.astype(np.int8)
     return info

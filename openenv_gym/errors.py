@@ -100,6 +100,20 @@ class ProtocolError(OpenEnvGymError, ValueError):
         self.received = received
 
 
+class SessionFieldError(ProtocolError):
+    """An HTTP server's ``POST /step`` requires a body field that is not the action's (a
+    session id such as ``game_id``), and the reset reply did not carry it (at its top level
+    or in its ``info``), so no step can name it.
+
+    Attributes:
+        field: The body field.
+    """
+
+    def __init__(self, message: str, *, field: str, received: Any = None) -> None:
+        super().__init__(message, received=received)
+        self.field = field
+
+
 class SharedFileRefusedError(ProtocolError):
     """A shared-memory file (a probe or a server's array file) is not one this process may
     trust: not a regular file (a FIFO, a device, a symbolic link), owned by another user, or
@@ -484,6 +498,7 @@ __all__ = [
     "ServerStartError",
     "ServerWorkerError",
     "SessionClosedError",
+    "SessionFieldError",
     "SharedFileRefusedError",
     "SpaceMappingError",
     "SubEnvError",

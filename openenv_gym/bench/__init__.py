@@ -59,34 +59,27 @@ def run_from_args(args: argparse.Namespace) -> int:
         token = resolve_token(args.token)  # --token, else $OPENENV_TOKEN (every client sends it)
         sizes = args.n or list(DEFAULT_SIZES)
         info = url.probe(args.url, token, args.gym_id, max(sizes))
-        report = run_and_report(
-            url.plan(info, sizes, token, args.contenders),
-            seconds=settings.seconds,
-            warmup=settings.warmup,
-            out_dir=out_dir,
-            what=(
-                f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
-                f"--seconds {settings.seconds:g}"
-                + (f" --contention {settings.contention}" if settings.contention else "")
-                + f"` ({info.name or 'no name in /metadata'})"
-            ),
-            targets=lambda results: "",
-            contention=settings.contention,
+        groups = url.plan(info, sizes, token, args.contenders)
+        what = (
+            f"`openenv-gym bench --url {info.url} --n {','.join(map(str, sizes))} "
+            f"--seconds {settings.seconds:g}"
+            + (f" --contention {settings.contention}" if settings.contention else "")
+            + f"` ({info.name or 'no name in /metadata'})"
         )
-        return exit_code(report.measured)
+        judged: list[targets.Target] = []  # a server of its own: no target applies
+    else:
+        groups, what = suite.plan(settings), suite.describe(settings)
+        judged = [
+            *targets.situation_targets(settings.link, settings.contention),
+            *pool_contenders.pool_targets(settings.link.name),
+        ]
     report = run_and_report(
-        suite.plan(settings),
+        groups,
         seconds=settings.seconds,
         warmup=settings.warmup,
         out_dir=out_dir,
-        what=suite.describe(settings),
-        targets=lambda results: targets.format_targets(
-            results,
-            [
-                *targets.situation_targets(settings.link, settings.contention),
-                *pool_contenders.pool_targets(settings.link.name),
-            ],
-        ),
+        what=what,
+        targets=lambda results: targets.format_targets(results, judged),
         contention=settings.contention,
     )
     return exit_code(report.measured)

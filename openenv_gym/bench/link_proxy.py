@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import queue
 import socket
 import subprocess
@@ -48,17 +47,16 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Final
+from typing import IO, Any, Final
 
 from openenv_gym.errors import LinkProxyError
 from openenv_gym.providers.local import spawn_unbuffered
+from openenv_gym.providers.ready_line import format_ready_line, parse_ready_line
 
 #: The most bytes one timed chunk carries (large reads are split, so pacing stays smooth).
 CHUNK_BYTES: Final = 16384
 #: The most bytes one ``recv`` takes.
 READ_BYTES: Final = 262144
-#: The line a proxy process prints when it listens: ``LINK_PROXY_READY {"port": ...}``.
-READY_PREFIX: Final = "LINK_PROXY_READY "
 _SOCKET_BUFFER: Final = 4 * 1024 * 1024
 
 Address = tuple[str, int]
@@ -264,12 +262,14 @@ class LinkProxyProcess:
         process = spawn_unbuffered(self.command)
         self._process = process
         lines: list[str] = []
+        ready: list[dict[str, Any]] = []
         found = threading.Event()
 
         def read(stream: IO[str] | None) -> None:
             for line in stream or ():
                 lines.append(line.rstrip("\n"))
-                if line.startswith(READY_PREFIX):
+                if (info := parse_ready_line(line)) is not None:
+                    ready.append(info)
                     found.set()
 
         threading.Thread(target=read, args=(process.stdout,), daemon=True).start()
@@ -279,9 +279,7 @@ class LinkProxyProcess:
                 f"the link proxy did not start within {timeout:g} s (command: "
                 f"{' '.join(self.command)}); its output: {' | '.join(lines) or 'none'}"
             )
-        ready_line = next(line for line in lines if line.startswith(READY_PREFIX))
-        ready = json.loads(ready_line[len(READY_PREFIX) :])
-        self.address = ("127.0.0.1", int(ready["port"]))
+        self.address = ("127.0.0.1", int(ready[0]["port"]))
         return self.address
 
     def stop(self) -> None:
@@ -385,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host, _, port = str(args.target).rpartition(":")
     target = (host, int(port))
     with LinkProxy(target, one_way_delay=args.delay_s, bytes_per_s=args.bytes_per_s) as proxy:
-        print(READY_PREFIX + json.dumps({"port": proxy.address[1]}), flush=True)
+        print(format_ready_line({"port": proxy.address[1]}), flush=True)
         sys.stdin.read()  # EOF: the parent stopped us or died
     return 0
 

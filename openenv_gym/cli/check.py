@@ -22,7 +22,10 @@ The mapping options are those of ``gym.make("openenv/Remote-v0", ...)``:
 ``--observation-exclude F``, ``--action-include F``, ``--observation-field-shape F=4,4``,
 ``--action-field-shape F=6``, ``--observation-field-space F=JSON`` and
 ``--action-field-space F=JSON`` (a space as ``openenv_gym.spaces.space_to_json`` writes it,
-e.g. ``'{"type": "Discrete", "n": 7}'``); each may be repeated.
+e.g. ``'{"type": "Discrete", "n": 7}'``); each may be repeated. ``--action-model
+module:Class`` and ``--observation-model module:Class`` are ``action_model=`` and
+``observation_model=`` (the environment's own Pydantic class or dataclass, imported with
+the current directory on the path, as ``python -m`` would).
 
 Example:
 
@@ -39,7 +42,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import sys
 from typing import Any, Final
 
@@ -117,6 +122,53 @@ def field_space(text: str) -> tuple[str, spaces.Space[Any]]:
         ) from None
 
 
+def model_class(text: str) -> type:
+    """``"models:WalkAction"`` -> the class ``WalkAction`` of module ``models`` (imported
+    with the current directory first on ``sys.path``, as ``python -m`` would).
+
+    Example:
+        >>> model_class("fractions:Fraction")
+        <class 'fractions.Fraction'>
+        >>> model_class("fractions.Fraction")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected MODULE:CLASS (e.g. models:MyAction, the module \
+importable from the current directory), got 'fractions.Fraction'
+    """
+    module_name, sep, name = text.partition(":")
+    if not sep or not module_name or not name:
+        raise argparse.ArgumentTypeError(
+            "expected MODULE:CLASS (e.g. models:MyAction, the module importable from the "
+            f"current directory), got {text!r}"
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise argparse.ArgumentTypeError(
+            f"cannot import {module_name!r} for {text!r}: {exc}; run from the directory that "
+            "holds it, or set PYTHONPATH"
+        ) from None
+    for part in name.split("."):
+        if not hasattr(found, part):
+            raise argparse.ArgumentTypeError(
+                f"module {module_name!r} has no {name!r} (for {text!r}); its classes: "
+                + ", ".join(
+                    k
+                    for k, v in vars(importlib.import_module(module_name)).items()
+                    if isinstance(v, type) and not k.startswith("_")
+                )[:300]
+            )
+        found = getattr(found, part)
+    if not isinstance(found, type):
+        raise argparse.ArgumentTypeError(
+            f"expected {text!r} to name a class (a Pydantic model or a dataclass), got "
+            f"{type(found).__name__}"
+        )
+    return found
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``check`` options."""
     parser.add_argument("url", metavar="URL", help="the server, e.g. http://127.0.0.1:8000")
@@ -178,6 +230,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 metavar=metavar,
                 help=help_text,
             )
+    for role in ("action", "observation"):
+        mapping.add_argument(
+            f"--{role}-model",
+            type=model_class,
+            default=None,
+            metavar="MODULE:CLASS",
+            help=f"the env's own {role} class (Pydantic or dataclass), as gym.make's "
+            f"{role}_model=; imported from the current directory",
+        )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -209,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
             "action_field_shapes": dict(args.action_field_shape),
             "observation_field_spaces": dict(args.observation_field_space),
             "action_field_spaces": dict(args.action_field_space),
+            "action_model": args.action_model,
+            "observation_model": args.observation_model,
         },
     )
     passed = checker.run_all()

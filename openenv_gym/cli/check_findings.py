@@ -94,11 +94,40 @@ def sample_action(env: Any) -> Any:
     return env.action_space.sample()
 
 
+def refuses_illegal(exc: Exception, env: Any) -> CheckResult | None:
+    """The server finding ``illegal actions`` when ``exc`` is the server refusing (HTTP 400
+    or 422) an action of an env that has a legal-action mask: Gymnasium's ``check_env``
+    samples without the mask, which such a server refuses; else ``None``.
+
+    Example:
+        >>> refuses_illegal(ValueError("x"), None) is None
+        True
+    """
+    from openenv_gym.errors import ServerReplyError
+
+    status = exc.data.get("status") if isinstance(exc, ServerReplyError) else None
+    masked = env is not None and env.observation_codec.legal_key is not None
+    if status not in (400, 422) or not (masked and env.action_codec.maskable):
+        return None
+    return CheckResult(
+        "illegal actions",
+        False,
+        f"the server refuses actions outside the legal ones (HTTP {status}), which Gymnasium's "
+        "check_env samples (it knows no mask)",
+        [
+            f"a property of the server: play with the mask, env.action_space.sample(mask="
+            f"info['action_mask']) (from {env.observation_codec.legal_key!r}); check_env stops "
+            f"there. Server said: {str(exc).splitlines()[0][:200]}"
+        ],
+    )
+
+
 __all__ = [
     "DETERMINISM",
     "RANDOMNESS_TRIES",
     "CheckResult",
     "finding",
     "randomness",
+    "refuses_illegal",
     "sample_action",
 ]

@@ -30,9 +30,10 @@ from openenv_gym.cli.check_findings import (
     CheckResult,
     finding,
     randomness,
+    refuses_illegal,
     sample_action,
 )
-from openenv_gym.errors import PicklableError, SpaceMappingError
+from openenv_gym.errors import PicklableError, ServerReplyError, SpaceMappingError
 from openenv_gym.spaces.describe import describe_space
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -178,7 +179,8 @@ class Checker:
         # GET /schema, else the other sources (FastAPI's /openapi.json): a server without
         # /schema whose models are elsewhere passes; with none, the error names action_model=.
         mapper = SpaceMapper(self.url, token=self.token, timeout=self.timeout, options={})
-        found = mapper.find_schemas()
+        models = (self.mapping.get("action_model"), self.mapping.get("observation_model"))
+        found = mapper.find_schemas(*models)
         schema = found.schema
         self.schema_body = schema
         game = game_env_id(schema)
@@ -202,8 +204,7 @@ class Checker:
         try:
             body = get_json(self.url, METADATA_PATH, timeout=self.timeout, token=self.token)
         except NotAnOpenEnvServerError as exc:  # 404, not JSON (a refused token is not one)
-            first = str(exc).split(";")[0]
-            raise _NoteError(f"none: {first} (optional; the env does not need it)") from None
+            raise _NoteError(f"none: {exc} (optional; the env does not need it)") from None
         if not isinstance(body, dict):
             raise _NoteError(f"not a JSON object (optional; ignored): {json.dumps(body)[:200]}")
         shown = {k: body[k] for k in ("name", "version") if body.get(k) is not None}
@@ -276,6 +277,8 @@ class Checker:
         for key, value in self.mapping.items():
             if key.endswith("field_spaces"):
                 out[key] = {path: _SpaceSource(space) for path, space in value.items()}
+            elif key.endswith("_model"):  # the class, as `module.Class` (import module)
+                out[key] = _Verbatim(f"{value.__module__}.{value.__qualname__}")
             else:
                 out[key] = value
         return out
@@ -315,6 +318,11 @@ class Checker:
             warnings.simplefilter("always")
             try:
                 check_env(self.env, skip_close_check=one_env)
+            except ServerReplyError as exc:  # a refused unmasked action: a finding, or a FAIL
+                self.findings += [refused] if (refused := refuses_illegal(exc, self.env)) else []
+                if refused is None:
+                    raise
+                return "passed up to Gymnasium's unmasked random step (see illegal actions)", []
             except AssertionError as exc:
                 if not DETERMINISM.search(str(exc)):
                     raise
@@ -468,6 +476,10 @@ class Checker:
 
 class _NoteError(PicklableError):
     """A check found something absent that the env does not need: reported, not failed."""
+
+
+class _Verbatim(str):  # Python source whose repr is itself (a class's dotted name)
+    __repr__ = str.__str__
 
 
 class _SpaceSource:

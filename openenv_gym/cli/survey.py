@@ -257,7 +257,10 @@ def survey_server(
     action = schema.get("action") or {}
     required = [f for f in action.get("required") or () if f != "metadata"]
     sample = None
+    shape: dict[str, Any] = {}  # how the server's POST /step takes a body, as the env found
     if env is not None:
+        sources = env.space_sources
+        shape = {"step_body": sources.step_body, "session_fields": sources.session_fields}
         env.action_space.seed(seed)
 
         def sample() -> dict[str, Any]:  # the mapped space's codec needs no session
@@ -268,7 +271,7 @@ def survey_server(
         episodes=episodes,
         seed=seed,
         options=ConnectOptions(
-            encoding="json", connect_timeout=timeout, token=resolve_token(token)
+            encoding="json", connect_timeout=timeout, token=resolve_token(token), **shape
         ),
         action_field=required[0] if len(required) == 1 else None,
         sample_action=sample,

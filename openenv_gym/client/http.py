@@ -164,8 +164,7 @@ def get_json(
         raise auth_error(url, response.status_code, resolve_token(token))
     if response.status_code != 200:
         raise NotAnOpenEnvServerError(
-            f"GET {url} answered HTTP {response.status_code}; an OpenEnv server answers 200 "
-            f"there. Is {base} an OpenEnv server (and base_url without a path suffix)?",
+            f"GET {url} answered HTTP {response.status_code}",
             url=url,
         )
     try:

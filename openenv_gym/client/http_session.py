@@ -7,7 +7,14 @@ first step when ``/openapi.json`` said so, ``ConnectOptions(step_body="fields")`
 a 422 for the first shape makes the session retry with the second, and keep it),
 ``GET /state``. Replies to
 reset and step are ``{"observation": {...}, "reward": ..., "done": ...}``, as in the
-WebSocket protocol's ``observation`` message. One session per server: two clients of the same
+WebSocket protocol's ``observation`` message; Gymnasium-style replies are read too
+(``terminated``/``truncated`` for ``done``, ``info`` into the metadata, which becomes the
+env's ``info``), a reset reply without ``observation`` is the observation itself, a
+string observation is one text field, ``{"text": ...}``, and a reward object holding one
+number is that number. A required ``POST /step`` body
+field that is the session's (``ConnectOptions.session_fields``, e.g. a ``game_id`` the
+reset reply hands out) is sent back on every step, as the last reply carried it (at its
+top level or in its ``info``). One session per server: two clients of the same
 server would share (and reset) its one environment, so a second open session to a server in
 the same process is refused (``CapacityReachedError``; other processes cannot be seen).
 
@@ -40,6 +47,7 @@ from openenv_gym.errors import (
     ReplyTimeoutError,
     ServerReplyError,
     SessionClosedError,
+    SessionFieldError,
 )
 from openenv_gym.wire.messages import (
     MessageType,
@@ -60,6 +68,8 @@ ROUTES: Final = {
     MessageType.STATE.value: ("GET", "/state"),
 }
 _INVALID_BODY: Final = 422
+#: The field a string observation is decoded into.
+TEXT_OBSERVATION_KEY: Final = "text"
 #: The HTTP sessions of this process (one per server: its one environment).
 _OPEN: Final[weakref.WeakSet[HttpSession]] = weakref.WeakSet()
 
@@ -106,6 +116,9 @@ class HttpSession:
         #: Whether ``POST /step`` takes the action's fields directly (``None``: not tried).
         self.flat_step: bool | None = None
         self.take_step_body(options.step_body)
+        #: Step body fields echoed from the replies (the session's id, e.g. ``game_id``).
+        self.session_fields: tuple[str, ...] = options.session_fields
+        self._echo: dict[str, Any] = {}
         self._closed = False
         _OPEN.add(self)
 
@@ -161,7 +174,35 @@ class HttpSession:
             body = self._call(method, path, data)
             if isinstance(body, dict) and "observation" not in body:
                 body = {"observation": body}  # a reset reply that is the observation itself
-        return parse_server_object({"type": MessageType.OBSERVATION.value, "data": body}, body)
+        self._learn_session(body, path)
+        return parse_server_object(
+            {"type": MessageType.OBSERVATION.value, "data": openenv_reply(body)}, body
+        )
+
+    def _learn_session(self, body: Any, path: str) -> None:
+        """Keep the session fields a reply carries (top level, else its ``info``).
+
+        Raises:
+            SessionFieldError: A reset reply lacks one.
+        """
+        info = body.get("info") if isinstance(body, dict) else None
+        for name in self.session_fields:
+            if isinstance(body, dict) and name in body:
+                self._echo[name] = body[name]
+            elif isinstance(info, dict) and name in info:
+                self._echo[name] = info[name]
+            elif path == ROUTES[MessageType.RESET.value][1]:
+                keys = sorted(body) if isinstance(body, dict) else type(body).__name__
+                raise SessionFieldError(
+                    f"POST {self.url}/step requires the body field {name!r} (GET "
+                    "/openapi.json), which is not the action's: it names the session, and "
+                    f"the reset reply does not carry it (top level or in 'info'; reply keys: "
+                    f"{keys}), so no step can send it. If {name!r} is an action field, pass "
+                    "an action class that declares it: gym.make('openenv/Remote-v0', "
+                    f"base_url={self.url!r}, action_model=MyAction)",
+                    field=name,
+                    received=printable(repr(body), 300),
+                )
 
     def request_observation(self, message: dict[str, Any]) -> ObservationReply:
         """A request whose reply must be an observation (reset, step)."""
@@ -173,13 +214,13 @@ class HttpSession:
     def _step(self, action: dict[str, Any]) -> Any:
         """``POST /step`` in the shape the server takes, found on the first step."""
         if self.flat_step:
-            return self._call("POST", "/step", action)
+            return self._call("POST", "/step", {**action, **self._echo})
         try:
-            body = self._call("POST", "/step", {"action": action})
+            body = self._call("POST", "/step", {"action": action, **self._echo})
         except ServerReplyError as exc:
             if self.flat_step is not None or exc.data.get("status") != _INVALID_BODY:
                 raise
-            body = self._call("POST", "/step", action)
+            body = self._call("POST", "/step", {**action, **self._echo})
             logger.info("%s/step takes the action's fields directly, not {'action': ...}", self.url)
             self.flat_step = True
             return body
@@ -245,4 +286,37 @@ class HttpSession:
         self._client.close()
 
 
-__all__ = ["ROUTES", "HttpSession"]
+def openenv_reply(body: Any) -> Any:
+    """An HTTP reply in the OpenEnv shape: Gymnasium's ``terminated``/``truncated`` give
+    ``done`` (when it is absent) and its ``info`` joins ``metadata``; a string observation
+    becomes ``{"text": ...}``; a reward object holding one number (a reward model,
+    ``{"score": 0.4}``) is that number. Anything else is returned unchanged (the parser
+    judges it).
+
+    Example:
+        >>> openenv_reply({"observation": "3 patients", "reward": {"score": 1}, "terminated": False,
+        ...                "truncated": True, "info": {"step": 4}})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'observation': {'text': '3 patients'}, 'reward': 1, 'terminated': False,
+         'truncated': True, 'info': {'step': 4}, 'done': True, 'metadata': {'step': 4}}
+    """
+    if not isinstance(body, dict):
+        return body
+    out = dict(body)
+    if isinstance(out.get("observation"), str):
+        out["observation"] = {TEXT_OBSERVATION_KEY: out["observation"]}
+    reward = out.get("reward")
+    if isinstance(reward, dict) and len(reward) == 1:  # a reward model: {"score": 0.4}
+        (value,) = reward.values()
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out["reward"] = value
+    flags = [out[k] for k in ("terminated", "truncated") if isinstance(out.get(k), bool)]
+    if "done" not in out and flags:
+        out["done"] = any(flags)
+    info = out.get("info")
+    if isinstance(info, dict) and isinstance(out.get("metadata", {}), dict):
+        out["metadata"] = {**info, **(out.get("metadata") or {})}
+    return out
+
+
+__all__ = ["ROUTES", "TEXT_OBSERVATION_KEY", "HttpSession", "openenv_reply"]

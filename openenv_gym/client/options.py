@@ -70,6 +70,9 @@ class ConnectOptions:
         form: ``"http"`` opens HTTP sessions without trying ``/ws`` (a first-release
             server whose ``/ws`` is its web interface's); ``None``: WebSocket where ``/ws``
             speaks OpenEnv, else HTTP.
+        session_fields: Required ``POST /step`` body fields that are the session's (e.g.
+            ``game_id``, ``space_sources.session_fields``): an HTTP session sends each back
+            as the last reset or step reply carried it. WebSocket sessions ignore it.
 
     Raises:
         EnvConfigError: A timeout, ``busy_poll``, the size limit or ``step_body`` is out of
@@ -88,6 +91,7 @@ class ConnectOptions:
     compression: str = DEFAULT_COMPRESSION
     step_body: str | None = None
     form: str | None = None
+    session_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         resolve_encoding(self.encoding)

@@ -82,12 +82,18 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
 
 
 def with_server_shape(
-    session: Session | None, options: ConnectOptions, *, step_body: str | None, form: str | None
+    session: Session | None,
+    options: ConnectOptions,
+    *,
+    step_body: str | None,
+    form: str | None,
+    session_fields: tuple[str, ...] = (),
 ) -> ConnectOptions:
     """``options`` for the sessions opened from now on, with what the schema sources learnt
     of the server: ``step_body`` (how ``POST /step`` takes the action, as ``/openapi.json``
-    stated) and ``form`` (``"http"``: its ``/ws`` is not OpenEnv's); an HTTP ``session``
-    already open takes the step body too.
+    stated), ``form`` (``"http"``: its ``/ws`` is not OpenEnv's) and ``session_fields``
+    (step body fields echoed from the replies, e.g. ``game_id``); an HTTP ``session``
+    already open takes the step body and the session fields too.
 
     Example:
         >>> with_server_shape(None, ConnectOptions(), step_body="fields", form="http").form
@@ -95,7 +101,8 @@ def with_server_shape(
     """
     if isinstance(session, HttpSession):
         session.take_step_body(step_body)
-    return options.replace(step_body=step_body, form=form)
+        session.session_fields = session_fields
+    return options.replace(step_body=step_body, form=form, session_fields=session_fields)
 
 
 def form_summary(form: str) -> str:

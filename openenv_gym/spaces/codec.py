@@ -268,6 +268,17 @@ class ActionCodec:
         """Whether :meth:`mask` works: the action is one ``Discrete`` (or enum) field."""
         return isinstance(_unwrap(self._codec), DiscreteCodec | EnumCodec)
 
+    def legal_mask(self, legal: Any, field: str) -> np.ndarray | None:
+        """:meth:`mask` where there is one: ``None`` when the action is not maskable, no
+        legal actions are known yet, or the server lists one outside the space (then
+        :meth:`mask`, i.e. ``env.action_masks()``, raises the error naming the fix)."""
+        if not self.maskable or legal is None:
+            return None
+        try:
+            return self.mask(legal, field)
+        except ActionOutOfSpaceError:
+            return None
+
     def mask(self, legal: Any, field: str = "legal_actions") -> np.ndarray:
         """The ``bool`` mask over :attr:`space` of the legal wire values ``legal``.
 

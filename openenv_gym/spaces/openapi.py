@@ -23,6 +23,8 @@ OPENAPI_STEP_BODY: Final = "GET /openapi.json (the request body of POST /step)"
 OPENAPI_RESPONSE: Final = "GET /openapi.json (the response model of POST {path})"
 #: Body fields of a ``POST /step`` request besides the action (official ``StepRequest``).
 _STEP_ENVELOPE: Final = frozenset({"timeout_s", "request_id"})
+#: Names of a session's id: a required body field so named is never an action field.
+SESSION_ID_NAMES: Final = frozenset({"game_id", "session_id", "episode_id", "env_id"})
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,17 @@ class OpenapiSchemas:
         sources: ``role -> source name``.
         step_body: ``"wrapped"`` or ``"fields"`` when the action came from the body.
         notes: Why a role is missing (quoted in errors and ``check``).
+        session_fields: Required fields of a ``POST /step`` body of fields that are not the
+            action's: the session's id, which the reset reply carries under the same name
+            (its response model says so, or the name does: :data:`SESSION_ID_NAMES`) and
+            every step sends back (see :func:`session_fields_of`).
     """
 
     schemas: dict[str, dict[str, Any]]
     sources: dict[str, str]
     step_body: str | None
     notes: tuple[str, ...]
+    session_fields: tuple[str, ...] = ()
 
 
 def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
@@ -62,6 +69,7 @@ def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
     sources: dict[str, str] = {}
     notes: list[str] = []
     step_body = None
+    session: tuple[str, ...] = ()
     operation = _operation(openapi, "/step")
     body = _body_schema(operation, openapi)
     if body is None:
@@ -76,6 +84,10 @@ def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
             )
             step_body = None
         else:
+            if step_body == "fields":
+                reset = _response_schema(_operation(openapi, "/reset"), openapi)
+                session = session_fields_of(action, reset)
+                action = _without(action, session)
             schemas["action"] = _standalone(action, components)
             sources["action"] = OPENAPI_STEP_BODY
     for path in ("/step", "/reset"):
@@ -87,7 +99,42 @@ def openapi_schemas(openapi: Mapping[str, Any]) -> OpenapiSchemas:
             break
     else:
         notes.append("GET /openapi.json: no typed observation in the responses of /step, /reset")
-    return OpenapiSchemas(schemas, sources, step_body, tuple(notes))
+    return OpenapiSchemas(schemas, sources, step_body, tuple(notes), session)
+
+
+def session_fields_of(
+    body: Mapping[str, Any], reset_reply: Mapping[str, Any] | None
+) -> tuple[str, ...]:
+    """The required fields of a ``POST /step`` body of fields that belong to the session,
+    not the action: those the ``/reset`` response model declares beside its observation,
+    and those named like a session's id (:data:`SESSION_ID_NAMES`).
+
+    Example:
+        >>> body = {"properties": {"game_id": {"type": "string"}, "move": {"type": "string"}},
+        ...         "required": ["game_id", "move"]}
+        >>> reply = {"properties": {"game_id": {"type": "string"}, "observation": {}}}
+        >>> session_fields_of(body, reply), session_fields_of(body, None)
+        (('game_id',), ('game_id',))
+        >>> session_fields_of({**body, "required": ["move"]}, reply)
+        ()
+    """
+    found = reset_reply.get("properties") if isinstance(reset_reply, Mapping) else None
+    declared = set(found) - {"observation"} if isinstance(found, Mapping) else set()
+    required = body.get("required") or []
+    return tuple(
+        name
+        for name in body.get("properties") or {}
+        if name in required and (name in declared or name in SESSION_ID_NAMES)
+    )
+
+
+def _without(schema: Mapping[str, Any], names: tuple[str, ...]) -> Mapping[str, Any]:
+    """``schema`` without the properties ``names`` (the session's, not the action's)."""
+    if not names:
+        return schema
+    properties = {k: v for k, v in schema["properties"].items() if k not in names}
+    required = [r for r in schema.get("required", []) if r not in names]
+    return {**schema, "properties": properties, "required": required}
 
 
 def _operation(openapi: Mapping[str, Any], path: str) -> Mapping[str, Any]:
@@ -199,7 +246,9 @@ def _standalone(schema: Mapping[str, Any], components: Mapping[str, Any]) -> dic
 __all__ = [
     "OPENAPI_RESPONSE",
     "OPENAPI_STEP_BODY",
+    "SESSION_ID_NAMES",
     "OpenapiSchemas",
     "follow_refs",
     "openapi_schemas",
+    "session_fields_of",
 ]

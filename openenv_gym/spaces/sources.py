@@ -66,12 +66,17 @@ class SpaceSources:
             ``/openapi.json``: ``"wrapped"`` (``{"action": {...}}``) or ``"fields"`` (the
             action's fields directly); ``None`` when the body was not read there.
         tried: What each source that gave nothing answered, in lookup order.
+        session_fields: Required ``POST /step`` body fields that are the session's, not the
+            action's (e.g. ``game_id``): sent back on every step as the last reply carried
+            them (:attr:`OpenapiSchemas.session_fields
+            <openenv_gym.spaces.openapi.OpenapiSchemas>`).
     """
 
     action: str
     observation: str
     step_body: str | None = None
     tried: tuple[str, ...] = ()
+    session_fields: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for logs and ``check``.
@@ -79,8 +84,14 @@ class SpaceSources:
         Example:
             >>> SpaceSources("GET /schema", "GET /schema").describe()
             'action from GET /schema; observation from GET /schema'
+            >>> SpaceSources("x", "y", session_fields=("game_id",)).describe()
+            'action from x; observation from y; session field: game_id, echoed from the reset reply'
         """
-        return f"action from {self.action}; observation from {self.observation}"
+        line = f"action from {self.action}; observation from {self.observation}"
+        if self.session_fields:
+            names = ", ".join(self.session_fields)
+            line += f"; session field: {names}, echoed from the reset reply"
+        return line
 
 
 @dataclass(frozen=True)
@@ -166,23 +177,24 @@ def find_schemas(
             names[role] = f"{role}_model={_model_name(model)}"
         elif isinstance(found.get(role), Mapping):
             names[role] = SCHEMA_SOURCE
-    step_body = None
+    step_body: str | None = None
+    session: tuple[str, ...] = ()
     if len(names) < 2 and openapi is not None:
         from_openapi = openapi_schemas(openapi)
         for role in ("action", "observation"):
             if role not in names and role in from_openapi.schemas:
                 found[role] = from_openapi.schemas[role]
                 names[role] = from_openapi.sources[role]
-        step_body = from_openapi.step_body if names.get("action") == OPENAPI_STEP_BODY else None
+        if names.get("action") == OPENAPI_STEP_BODY:
+            step_body, session = from_openapi.step_body, from_openapi.session_fields
         notes.extend(from_openapi.notes)
     if "action" not in names:
         raise SpaceMappingError(no_action_message(notes, call, env_name), field="action")
     if "observation" not in names:
         found["observation"] = {"type": "object", "properties": {}, X_FROM_FIRST_OBSERVATION: True}
         names["observation"] = FIRST_OBSERVATION
-    return FoundSchemas(
-        found, SpaceSources(names["action"], names["observation"], step_body, tuple(notes))
-    )
+    sources = SpaceSources(names["action"], names["observation"], step_body, tuple(notes), session)
+    return FoundSchemas(found, sources)
 
 
 def served_schema(schema: Mapping[str, Any]) -> dict[str, Any]:

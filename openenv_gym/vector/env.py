@@ -45,7 +45,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,26 +52,17 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     VectorUsageError,
 )
 from openenv_gym.providers.server_fleet import ServerFleet
-from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.options import (
     check_autoreset_mode,
-    check_base_urls,
-    check_encoding,
     check_fleet,
-    check_max_episode_steps,
-    check_num_envs,
     check_reset_mask,
-    check_server_given,
     check_sessions_per_server,
-    make_template,
+    check_sub_envs,
     seeds_for,
-    spread_over,
 )
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.vector.step_path import (
@@ -142,55 +132,29 @@ class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
         **env_kwargs: Any,
     ) -> None:
         self._closed = True  # until the sessions are open
-        self._path: StepPath | None = None
-        self.num_envs = check_num_envs(num_envs)
-        urls = check_base_urls(base_url)
-        per_server = check_sessions_per_server(sessions_per_server, urls, self.num_envs)
-        server_fleet = check_fleet(fleet, urls)
-        check_server_given(urls, id)
-        choice = check_encoding(encoding)
+        spec = check_sub_envs(id, num_envs, base_url, encoding, max_episode_steps)
+        self.num_envs = spec.num_envs
+        per_server = check_sessions_per_server(sessions_per_server, spec.urls, self.num_envs)
+        server_fleet = check_fleet(fleet, spec.urls)
         self.autoreset_mode = check_autoreset_mode(autoreset_mode)
-        check_max_episode_steps(max_episode_steps)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.encoding = encoding
         self.reconnect = reconnect
         self.copy = copy
         self.render_mode = None
         self._max_episode_steps = max_episode_steps
-        connections = self._connections = Connections(
-            self.num_envs,
-            encoding=choice,
-            server_fleet=server_fleet,
-            connect_options=ConnectOptions(
-                encoding=encoding,
-                connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
-                token=env_kwargs.get("token"),
-            ),
-        )
-
-        if urls is not None:  # before any session is open: nothing of ours is counted yet
-            connections.check_capacity(spread_over(urls, num_envs))
-        template = make_template(id, urls, env_kwargs, encoding, server_fleet)
-        self._action_codec = template.action_codec
-        self._observation_codec = template.observation_codec
-        self._reset_kwargs = template.reset_kwargs
-        more_servers = None
-        if per_server < num_envs:
-            more_servers = functools.partial(
-                connections.start_more_servers, id, env_kwargs, per_server
+        template = self._take_path(
+            open_step_path(
+                spec,
+                env_kwargs,
+                self._add_info,
+                autoreset_mode=self.autoreset_mode,
+                reconnect=reconnect,
+                server_fleet=server_fleet,
+                sessions_per_server=per_server,
             )
-        self._path = open_step_path(
-            connections,
-            template,
-            urls,
-            self._add_info,
-            autoreset_mode=self.autoreset_mode,
-            max_episode_steps=max_episode_steps,
-            reconnect=reconnect,
-            before_open=more_servers,
         )
-        self._buffers = self._path.buffers
-        self._closed = False
+        self._observation_codec = template.observation_codec
 
         self.single_observation_space = self._observation_codec.space
         self.single_action_space = self._action_codec.space
@@ -325,8 +289,7 @@ class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
         """Close every session and stop the servers this env started."""
         if self._closed:
             return
-        if self._path is not None:
-            self._path.drain()
+        self._path.drain()
         self._closed = True
         self._connections.close()
 
@@ -347,7 +310,7 @@ class OpenEnvVectorEnv(SubEnvConnections, VectorEnv[Any, Any, Any]):
 
     def _check_open(self) -> StepPath:
         """The step path of the open env."""
-        if self._closed or self._path is None:
+        if self._closed:
             raise VectorUsageError("this vector env is closed; create a new one to go on")
         return self._path
 

@@ -36,6 +36,8 @@ from openenv_gym.wire.batch import BatchResult
 AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 #: The observation field whose object is merged into the info (as in the single env).
 _METADATA: Final = "metadata"
+#: Types of info values that are no dicts (the common ones, checked without ``issubclass``).
+_NOT_DICTS: Final = frozenset({int, float, bool, str, list, type(None)})
 
 
 def empty_column(first: Any, num_envs: int) -> np.ndarray:
@@ -64,17 +66,37 @@ def merge_column(
     values: Sequence[Any],
 ) -> dict[str, Any]:
     """``infos`` with ``values[k]`` merged in as sub-env ``targets[k]``'s ``key``."""
-    if key == "final_obs" or any(isinstance(value, dict) for value in values):
+    return _merge(add_info, num_envs, infos, key, targets, _rows(targets), values)
+
+
+def _rows(targets: Sequence[int]) -> slice | list[int]:
+    """``targets`` as an index: a slice when they run one by one, else the list."""
+    start = targets[0]
+    if list(targets) == list(range(start, start + len(targets))):
+        return slice(start, start + len(targets))
+    return list(targets)
+
+
+def _merge(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    key: str,
+    targets: Sequence[int],
+    where: slice | list[int],
+    values: Sequence[Any],
+) -> dict[str, Any]:
+    """:func:`merge_column` with ``where``, the index of ``targets``, worked out."""
+    kinds = set(map(type, values))
+    if key == "final_obs" or (
+        not kinds <= _NOT_DICTS and any(issubclass(kind, dict) for kind in kinds)
+    ):
         for index, value in zip(targets, values, strict=True):  # _add_info's own cases
             infos = add_info(infos, {key: value}, index)
         return infos
     column = infos.get(key)
     if column is None:
         column = empty_column(values[0], num_envs)
-    run = range(targets[0], targets[0] + len(targets))
-    where: slice | list[int] = (
-        slice(run.start, run.stop) if list(targets) == list(run) else list(targets)
-    )
     if column.dtype == object:
         for index, value in zip(targets, values, strict=True):
             column[index] = value
@@ -116,23 +138,25 @@ def merge_result_infos(
                 infos = add_info(infos, info, index)
         return infos
     targets = [index for _, index in rows]
+    where = _rows(targets)
     for key, values in columns.items():
-        infos = merge_column(add_info, num_envs, infos, key, targets, values)
+        infos = _merge(add_info, num_envs, infos, key, targets, where, values)
     return infos
 
 
 def _info_columns(
     codec: ObservationCodec, result: BatchResult, positions: list[int]
-) -> dict[str, list[Any]] | None:
+) -> dict[str, Sequence[Any]] | None:
     """The info of the rows ``positions`` as key -> one value per row, in the key order of
     one row's info; ``None`` when the rows' infos do not share their keys."""
     if not codec.plain_extras or (_METADATA in result.fields and not result.metadata_field):
         return None  # extras nested in the observation, or a metadata field of its own
     skipped = {codec.key, codec.truncated_key, codec.terminated_key, _METADATA}
-    columns: dict[str, list[Any]] = {}
+    every_row = positions == list(range(len(result.indices)))
+    columns: dict[str, Sequence[Any]] = {}
     for name, column in result.fields.items():
         if name not in skipped:
-            columns[name] = [column[p] for p in positions]
+            columns[name] = column if every_row else [column[p] for p in positions]
     metadata = [result.metadata.get(p, {}) for p in positions]
     keys = metadata[0].keys()
     if any(m.keys() != keys for m in metadata):

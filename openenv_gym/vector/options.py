@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -115,6 +116,48 @@ def check_max_episode_steps(max_episode_steps: int | None) -> None:
     """A client-side time limit is ``None`` or at least one step."""
     if max_episode_steps is not None and max_episode_steps < 1:
         raise VectorUsageError(f"expected max_episode_steps >= 1, got {max_episode_steps}")
+
+
+@dataclass(frozen=True)
+class SubEnvSpec:
+    """The checked arguments the vector env and the pool both open their sub-envs with
+    (:func:`check_sub_envs`)."""
+
+    #: The registered id (``None``: any server at ``urls``).
+    id: str | None
+    num_envs: int
+    #: The servers given, or ``None`` (embedded servers).
+    urls: list[str] | None
+    #: What ``encoding=`` says, and what it asks of connections.
+    encoding: str
+    choice: EncodingChoice
+    max_episode_steps: int | None
+
+
+def check_sub_envs(
+    id: str | None,
+    num_envs: Any,
+    base_url: str | Sequence[str] | None,
+    encoding: Any,
+    max_episode_steps: int | None,
+) -> SubEnvSpec:
+    """The arguments every vector env and pool takes, checked.
+
+    Example:
+        >>> spec = check_sub_envs(None, 2, "http://127.0.0.1:8000", "auto", None)
+        >>> spec.num_envs, spec.urls
+        (2, ['http://127.0.0.1:8000'])
+
+    Raises:
+        VectorUsageError: One of them is invalid, or neither ``base_url`` nor ``id`` names a
+            server.
+    """
+    num_envs = check_num_envs(num_envs)
+    urls = check_base_urls(base_url)
+    check_server_given(urls, id)
+    choice = check_encoding(encoding)
+    check_max_episode_steps(max_episode_steps)
+    return SubEnvSpec(id, num_envs, urls, encoding, choice, max_episode_steps)
 
 
 def spread_over(urls: Sequence[str], num_envs: int) -> dict[str, int]:
@@ -266,6 +309,7 @@ def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray | None:
 
 
 __all__ = [
+    "SubEnvSpec",
     "accepts_parameter",
     "check_autoreset_mode",
     "check_base_urls",
@@ -277,6 +321,7 @@ __all__ = [
     "check_reset_mask",
     "check_server_given",
     "check_sessions_per_server",
+    "check_sub_envs",
     "make_template",
     "seeds_for",
     "spread_over",

@@ -44,26 +44,17 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
-from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import (
     OpenEnvGymError,
     PoolUsageError,
 )
-from openenv_gym.vector.connections import Connections
 from openenv_gym.vector.in_flight import Flight, InFlight
 from openenv_gym.vector.infos import info_adder, take_info_rows
 from openenv_gym.vector.options import (
-    check_base_urls,
     check_batch_size,
-    check_encoding,
     check_env_ids,
-    check_max_episode_steps,
-    check_num_envs,
-    check_server_given,
-    make_template,
+    check_sub_envs,
     seeds_for,
-    spread_over,
 )
 from openenv_gym.vector.pool_arguments import (
     envpool_dtypes,
@@ -105,43 +96,26 @@ class OpenEnvPool(SubEnvConnections):
         self._closed = True
         envpool_options = pool_options(env_kwargs)  # seed=, num_threads=, env_type=
         env_kwargs, self._make_seed = envpool_options.env_kwargs, envpool_options.seed
-        self.num_envs = check_num_envs(num_envs)
+        spec = check_sub_envs(env_id, num_envs, base_url, encoding, max_episode_steps)
+        self.num_envs = spec.num_envs
         self.batch_size = check_batch_size(batch_size, self.num_envs)
-        urls = check_base_urls(base_url)
-        check_server_given(urls, env_id)
-        choice = check_encoding(encoding)
-        check_max_episode_steps(max_episode_steps)
         self.reconnect = reconnect
-        self._connections = connections = Connections(
-            self.num_envs,
-            encoding=choice,
-            # Batches in flight at once, each on its own connection (a connection carries
-            # one frame at a time).
-            sessions_per_connection=None if self.batch_size == self.num_envs else self.batch_size,
-            connect_options=ConnectOptions(
-                encoding=encoding,
-                connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
-                token=env_kwargs.get("token"),
-            ),
-        )
-        if urls is not None:
-            connections.check_capacity(spread_over(urls, num_envs))
-        template = make_template(env_id, urls, env_kwargs, encoding)
-        self._action_codec = template.action_codec
-        self._reset_kwargs = template.reset_kwargs
         self._add_info = info_adder(self.num_envs)
         # The vector env's step: a synchronous send of every sub-env (batch_size == num_envs).
-        self._path = open_step_path(
-            connections,
-            template,
-            urls,
-            self._add_info,
-            autoreset_mode=AutoresetMode.NEXT_STEP,
-            max_episode_steps=max_episode_steps,
-            reconnect=reconnect,
+        template = self._take_path(
+            open_step_path(
+                spec,
+                env_kwargs,
+                self._add_info,
+                autoreset_mode=AutoresetMode.NEXT_STEP,
+                reconnect=reconnect,
+                # Batches in flight at once, each on its own connection (a connection
+                # carries one frame at a time).
+                sessions_per_connection=(
+                    None if self.batch_size == self.num_envs else self.batch_size
+                ),
+            )
         )
-        self._buffers = self._path.buffers
-        self._closed = False
         self.observation_space = template.observation_codec.space
         self.action_space = self._action_codec.space
         self.spec = gym.spec(env_id) if env_id is not None else None
@@ -152,13 +126,13 @@ class OpenEnvPool(SubEnvConnections):
             "max_episode_steps": max_episode_steps,
             "reconnect": reconnect,
             "seed": self._make_seed,
-            "base_urls": sorted(set(connections.urls)),
+            "base_urls": sorted(set(self._connections.urls)),
         }
         self._infos: dict[str, Any] = {}
         self._started = np.zeros(self.num_envs, dtype=np.bool_)  # reset at least once
         self._in_flight: set[int] = set()  # sent (or waiting to be), reply not read
         self._ready: deque[int] = deque()  # reply read, not returned by recv() yet
-        self._flights = InFlight(connections, self.num_envs)
+        self._flights = InFlight(self._connections, self.num_envs)
         self._every = np.arange(self.num_envs)
         self._last = self._every
 

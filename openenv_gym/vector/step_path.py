@@ -20,25 +20,30 @@ The asynchronous pool adds only its subsets and arrival order
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from openenv_gym.client import DEFAULT_CONNECT_TIMEOUT
 from openenv_gym.client.blocking import BlockingConnection
+from openenv_gym.client.options import ConnectOptions
 from openenv_gym.errors import OpenEnvGymError, VectorUsageError
 from openenv_gym.providers.base import ServerProvider
+from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.infos import AddInfo
+from openenv_gym.vector.options import SubEnvSpec, make_template, spread_over
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
 
 if TYPE_CHECKING:
     from openenv_gym.env import OpenEnvEnv
+    from openenv_gym.spaces.codec import ActionCodec
 
 #: Info key set (with its ``_reconnected`` mask) for a sub-env whose session was reopened.
 RECONNECTED_KEY: Final = "reconnected"
@@ -51,7 +56,7 @@ class StepPath:
         connections: The sub-envs' connections.
         buffers: The batch buffers the replies are written into (their ``add_info`` adds
             the reconnected flags too).
-        template: The env whose action codec and reset options the sub-envs share.
+        template: The env whose spaces, action codec and reset options the sub-envs share.
         autoreset_mode: ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED``.
         reconnect: Reopen a broken connection instead of raising
             :class:`~openenv_gym.errors.SubEnvError`.
@@ -66,7 +71,7 @@ class StepPath:
         autoreset_mode: AutoresetMode,
         reconnect: bool,
     ) -> None:
-        self.connections, self.buffers = connections, buffers
+        self.connections, self.buffers, self.template = connections, buffers, template
         self.action_codec = template.action_codec
         self.add_info: AddInfo = buffers.add_info
         self.autoreset_mode, self.reconnect = autoreset_mode, reconnect
@@ -220,37 +225,65 @@ class StepPath:
 
 
 def open_step_path(
-    connections: Connections,
-    template: OpenEnvEnv,
-    urls: list[str] | None,
+    spec: SubEnvSpec,
+    env_kwargs: Mapping[str, Any],
     add_info: AddInfo,
     *,
     autoreset_mode: AutoresetMode,
-    max_episode_steps: int | None,
     reconnect: bool,
-    before_open: Callable[[], None] | None = None,
+    server_fleet: ServerFleet | None = None,
+    sessions_per_server: int | None = None,
+    sessions_per_connection: int | None = None,
 ) -> StepPath:
-    """Make the batch buffers, open every sub-env's session (``before_open`` first, e.g.
-    starting more servers) and return their step path; on failure every connection and
-    server is closed.
+    """Open the sessions of the sub-envs ``spec`` checked and return their step path.
+
+    In order: the connections (the capacity of given ``spec.urls`` is checked before any
+    session is open), the template env (:func:`~openenv_gym.vector.options.make_template`
+    with ``env_kwargs``: it starts the embedded server when there are no ``urls``), the batch
+    buffers, one more embedded server per ``sessions_per_server`` sessions (``None``: one
+    for all), and every sub-env's session. On failure every connection and server is closed.
+
+    Args:
+        spec: The vector env's checked arguments (id, number, servers, encoding, time limit).
+        env_kwargs: The template env's arguments (``connect_timeout`` and ``token`` too).
+        add_info: Adds a sub-env's info keys to the batch's infos.
+        autoreset_mode: ``NEXT_STEP``, ``SAME_STEP`` or ``DISABLED``.
+        reconnect: Reopen a broken connection instead of raising.
+        server_fleet: Where the embedded servers run (``None``: child processes here).
+        sessions_per_connection: At most this many sub-envs on one batch connection (a
+            pool's ``batch_size``); ``None``: as many as the workers' share.
 
     Raises:
         InsufficientCapacityError, ServerConnectionError: The sessions cannot be opened.
     """
+    connections = Connections(
+        spec.num_envs,
+        encoding=spec.choice,
+        server_fleet=server_fleet,
+        sessions_per_connection=sessions_per_connection,
+        connect_options=ConnectOptions(
+            encoding=spec.encoding,
+            connect_timeout=env_kwargs.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+            token=env_kwargs.get("token"),
+        ),
+    )
+    if spec.urls is not None:  # before any session is open: nothing of ours is counted yet
+        connections.check_capacity(spread_over(spec.urls, spec.num_envs))
+    template = make_template(spec.id, spec.urls, env_kwargs, spec.encoding, server_fleet)
     buffers = BatchBuffers(
         template.observation_codec,
-        connections.num_envs,
+        spec.num_envs,
         autoreset_mode=autoreset_mode,
-        max_episode_steps=max_episode_steps,
+        max_episode_steps=spec.max_episode_steps,
         add_info=add_info,
         where=connections.url_of,
     )
     # Rows of one array batch are copied into the buffer before the next request.
-    connections.adopt(template, urls, borrow_arrays=buffers.stacked)
+    connections.adopt(template, spec.urls, borrow_arrays=buffers.stacked)
     try:
-        if before_open is not None:
-            before_open()
-        connections.open(range(connections.num_envs), check_capacity=urls is None)
+        if sessions_per_server is not None and sessions_per_server < spec.num_envs:
+            connections.start_more_servers(spec.id, env_kwargs, sessions_per_server)
+        connections.open(range(spec.num_envs), check_capacity=spec.urls is None)
     except BaseException:
         connections.close()
         raise
@@ -260,9 +293,29 @@ def open_step_path(
 
 
 class SubEnvConnections:
-    """The properties the vector env and the pool share over their ``_connections``."""
+    """What the vector env and the pool share over their step path: taking it over, and
+    the properties of its ``_connections``."""
 
+    _closed: bool
+    _path: StepPath
     _connections: Connections
+    _buffers: BatchBuffers
+    _action_codec: ActionCodec
+    _reset_kwargs: dict[str, Any]
+
+    def _take_path(self, path: StepPath) -> OpenEnvEnv:
+        """Step through ``path`` (from :func:`open_step_path`) from now on; this env is open.
+
+        Returns:
+            The template env, whose spaces this env takes.
+        """
+        self._path = path
+        self._connections = path.connections
+        self._buffers = path.buffers
+        self._action_codec = path.action_codec
+        self._reset_kwargs = path.template.reset_kwargs
+        self._closed = False
+        return path.template
 
     @property
     def servers(self) -> list[ServerProvider]:

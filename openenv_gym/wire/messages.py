@@ -170,12 +170,16 @@ class ObservationReply:
         reward: The reward, ``None`` when the server sent none (e.g. after reset).
         done: The episode has ended.
         metadata: Top-level metadata sent beside the observation (empty when none).
+        stated_flags: ``(terminated, truncated)`` when the server sent Gymnasium's own flags
+            beside ``done`` (HTTP servers that answer as a Gymnasium env does); ``None`` when
+            it sent only ``done``, as the OpenEnv protocol does.
     """
 
     observation: dict[str, Any]
     reward: float | None
     done: bool
     metadata: dict[str, Any] = field(default_factory=dict)
+    stated_flags: tuple[bool, bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +306,16 @@ def _parse_observation_data(data: Any, raw: Any) -> ObservationReply:
         raise ProtocolError(
             f"expected 'metadata' to be an object, got {metadata!r}", received=_shorten(raw)
         )
+    terminated, truncated = data.get("terminated"), data.get("truncated")
+    stated = None
+    if isinstance(terminated, bool) or isinstance(truncated, bool):
+        stated = (terminated is True, truncated is True)
     return ObservationReply(
-        observation=data["observation"], reward=reward, done=done, metadata=metadata
+        observation=data["observation"],
+        reward=reward,
+        done=done,
+        metadata=metadata,
+        stated_flags=stated,
     )
 
 

@@ -295,4 +295,16 @@ def test_options_that_do_not_fit_the_server_are_a_clear_error(served: Any) -> No
     stacked = served("pong", stack_num=2)
     env = gym.make("openenv/Atari-v0", base_url=stacked, stack_num=2)  # they fit
     assert env.observation_space.shape == (2, 84, 84)
+    assert env.unwrapped.server_preprocessing["episodic_life"] is False  # type: ignore[attr-defined]
     env.close()
+    # Same frames, other behaviour: life loss as episode end, clipped rewards.
+    with pytest.raises(ServerMismatchError, match=r"episodic_life=False, reward_clip=False, not"):
+        gym.make(
+            "openenv/Atari-v0", base_url=stacked, stack_num=2, episodic_life=True, reward_clip=True
+        )
+    with pytest.raises(ServerMismatchError, match="--episodic-life"):
+        gym.make_vec(
+            "openenv/Atari-v0", num_envs=2, base_url=stacked, stack_num=2, episodic_life=True
+        )
+    with gym.make("openenv/Atari-v0", base_url=raw) as env:  # no options: whatever it sends
+        assert env.unwrapped.server_preprocessing == {}  # type: ignore[attr-defined]

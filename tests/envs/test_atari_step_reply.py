@@ -29,6 +29,8 @@ def test_fast_path_equals_validated_path() -> None:
             expected = serialize_observation(slow.step(slow.action_model(action_id=action)))
             assert encode_json(reply) == encode_json(expected)
         assert fast.state.step_count == slow.state.step_count == 40
+        fast.reset()
+        assert fast.state.step_count == 0
     finally:
         fast.close()
         slow.close()
@@ -57,3 +59,15 @@ def test_an_illegal_action_raises_the_same_error() -> None:
         assert env.state.step_count == 0
     finally:
         env.close()
+
+
+def test_a_preprocessing_server_resizes_in_its_own_thread() -> None:
+    cv2 = pytest.importorskip("cv2")
+    from openenv_gym.envs.atari.server import atari_server
+
+    before = cv2.getNumThreads()
+    try:
+        atari_server("pong", stack_num=4)  # builds its probe environment
+        assert cv2.getNumThreads() == 1
+    finally:
+        cv2.setNumThreads(before)

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -38,6 +39,7 @@ from openenv_gym.envs.atari.models import (
     SCREEN_HEIGHT,
     SCREEN_WIDTH,
     X_ACTION_MEANINGS,
+    X_PREPROCESSING,
     normalize_meaning,
     screen_shape,
     screen_space,
@@ -204,6 +206,9 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         self._check_game = check_game
         self._checked = False
         self.ale = RemoteALE()
+        #: The server's preprocessing options, from its observation schema: ``{}`` for raw
+        #: frames; ``None`` when it does not say (an official or an older server).
+        self.server_preprocessing: dict[str, Any] | None = None
         super().__init__(base_url, provider=provider, **kwargs)
         try:
             state = self.state()
@@ -224,6 +229,9 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         """Add the exact spaces when the server (an official one) does not publish them."""
         schema = copy.deepcopy(schema)
         observation = schema["observation"]
+        published = observation.get(X_PREPROCESSING)
+        if isinstance(published, dict):
+            self.server_preprocessing = published
         screen = observation.get("properties", {}).get(SCREEN_FIELD)
         if isinstance(screen, dict):
             observation.setdefault(X_OBSERVATION_KEY, SCREEN_FIELD)
@@ -306,23 +314,38 @@ class AtariOpenEnvEnv(OpenEnvEnv):
 
 def _check_preprocessing(env: AtariOpenEnvEnv, options: Mapping[str, Any]) -> None:
     """With ``base_url`` the server's preprocessing is fixed when it starts: the options
-    given must describe the frames it sends.
+    given must describe the frames it sends (their shape, and every option where the
+    server's state says what it does).
 
     Raises:
-        ServerMismatchError: The server sends frames of another shape.
+        ServerMismatchError: The server sends frames of another shape, or preprocesses
+            with other options.
     """
     settings = Preprocessing.from_options(options, options["frameskip"])
     if settings is None:
         return
+    given = {k: v for k, v in options.items() if k in PREPROCESSING_NAMES and v is not None}
+    fix = (
+        "a server's preprocessing is fixed when it starts. Start it with `openenv-gym serve "
+        f"atari {' '.join(ATARI_OPTIONS.to_argv(given))}`, or drop base_url to start one with "
+        "these options"
+    )
     sent = env.observation_space.shape
     if sent != settings.observation_shape:
-        given = {k: v for k, v in options.items() if k in PREPROCESSING_NAMES and v is not None}
-        flags = " ".join(ATARI_OPTIONS.to_argv(given))
         raise ServerMismatchError(
             f"the Atari server at {env.base_url} sends {sent} frames, not the "
-            f"{settings.observation_shape} that {given} give: a server's preprocessing is fixed "
-            f"when it starts. Start it with `openenv-gym serve atari {flags}`, or drop base_url "
-            "to start one with these options"
+            f"{settings.observation_shape} that {given} give: {fix}"
+        )
+    served = env.server_preprocessing
+    if served is None:  # the server does not say: the shape is all there is to check
+        return
+    differ = {k: v for k, v in dataclasses.asdict(settings).items() if served.get(k) != v}
+    if differ:
+        theirs = ", ".join(f"{k}={served.get(k)!r}" for k in differ)
+        ours = ", ".join(f"{k}={v!r}" for k, v in differ.items())
+        raise ServerMismatchError(
+            f"the Atari server at {env.base_url} preprocesses with {theirs}, not the {ours} "
+            f"that {given} give: {fix}"
         )
 
 

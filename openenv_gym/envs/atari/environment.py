@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import uuid
@@ -180,7 +181,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         self.action_meanings: list[str] = list(self._env.get_action_meanings())
         self._pipeline = None if settings is None else FramePipeline(self._env, settings)
         self.action_model, self.observation_model = atari_models(
-            self.shape, self.action_meanings, preprocessed=settings is not None
+            self.shape,
+            self.action_meanings,
+            preprocessed=settings is not None,
+            preprocessing=None if settings is None else dataclasses.asdict(settings),
         )
         self._n_actions = len(self.action_meanings)
         self._legal_actions = list(range(self._n_actions))
@@ -194,6 +198,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             repeat_action_probability=float(repeat_action_probability),
             frameskip=frameskip if settings is None else settings.frame_skip,
         )
+        self._steps = 0
 
     @property
     def ale(self) -> Any:
@@ -210,7 +215,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         else:
             screen, info = self._env.reset(seed=seed)
         self._state.episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
-        self._state.step_count = 0
+        self._steps = 0
         return self._observation(screen, info, 0.0, False)
 
     def step(self, action: AtariAction) -> AtariObservation:
@@ -246,7 +251,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                 f"integer in 0..{self._n_actions - 1} ({', '.join(self.action_meanings)})",
                 field="action_id",
             )
-        self._state.step_count += 1
+        self._steps += 1  # a plain int: a validated pydantic assignment costs µs per step
         if self._pipeline is not None:
             return self._pipeline.step(action_id)
         screen, reward, terminated, truncated, info = self._env.step(action_id)
@@ -292,6 +297,7 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
     @property
     def state(self) -> AtariState:
         """The game configuration, episode id and step count."""
+        self._state.step_count = self._steps
         return self._state
 
     def get_metadata(self) -> EnvironmentMetadata:

@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 import numpy as np
@@ -74,6 +74,10 @@ class AtariObservation(Observation):
     lives: int = 0
     episode_frame_number: int = 0
     frame_number: int = 0
+
+
+#: The observation schema's key for the server's preprocessing options (``{}``: raw frames).
+X_PREPROCESSING: Final = "x-preprocessing"
 
 
 class AtariState(State):
@@ -134,8 +138,22 @@ class _PreprocessedAtariObservation(_KeyedAtariObservation):
 
 @functools.lru_cache(maxsize=64)
 def _cached_models(
-    shape: tuple[int, ...], meanings: tuple[str, ...], preprocessed: bool
+    shape: tuple[int, ...],
+    meanings: tuple[str, ...],
+    preprocessed: bool,
+    preprocessing: tuple[tuple[str, int | bool], ...],
 ) -> tuple[type[AtariAction], type[AtariObservation]]:
+    base = _PreprocessedAtariObservation if preprocessed else _KeyedAtariObservation
+    extra = {X_OBSERVATION_KEY: SCREEN_FIELD, X_PREPROCESSING: dict(preprocessing)}
+    published = type(
+        base.__name__,
+        (base,),
+        {
+            "__doc__": base.__doc__,
+            "__module__": __name__,
+            "model_config": ConfigDict(json_schema_extra=extra),  # type: ignore[typeddict-item]
+        },
+    )
     action_model = create_model(
         "AtariAction",
         __base__=AtariAction,
@@ -151,9 +169,9 @@ def _cached_models(
             ),
         ),
     )
-    observation_model = create_model(
+    observation_model: type[AtariObservation] = create_model(
         "AtariObservation",
-        __base__=_PreprocessedAtariObservation if preprocessed else _KeyedAtariObservation,
+        __base__=published,
         __doc__=AtariObservation.__doc__,
         screen=(
             list[int],
@@ -167,7 +185,11 @@ def _cached_models(
 
 
 def atari_models(
-    shape: Sequence[int], meanings: Sequence[str], *, preprocessed: bool = False
+    shape: Sequence[int],
+    meanings: Sequence[str],
+    *,
+    preprocessed: bool = False,
+    preprocessing: Mapping[str, int | bool] | None = None,
 ) -> tuple[type[AtariAction], type[AtariObservation]]:
     """The action and observation models for one configuration (cached).
 
@@ -176,9 +198,14 @@ def atari_models(
         meanings: The action meanings of the action set, in ``action_id`` order.
         preprocessed: The server preprocesses: the observation also has ``raw_reward`` and
             ``game_over``.
+        preprocessing: The preprocessing options, published in the observation schema under
+            :data:`X_PREPROCESSING` (``{}``: raw frames) so a client can check them.
     """
     return _cached_models(
-        tuple(int(n) for n in shape), tuple(str(m) for m in meanings), preprocessed
+        tuple(int(n) for n in shape),
+        tuple(str(m) for m in meanings),
+        preprocessed,
+        tuple((preprocessing or {}).items()),
     )
 
 
@@ -189,6 +216,7 @@ __all__ = [
     "SCREEN_HEIGHT",
     "SCREEN_WIDTH",
     "X_ACTION_MEANINGS",
+    "X_PREPROCESSING",
     "AtariAction",
     "AtariObservation",
     "AtariState",

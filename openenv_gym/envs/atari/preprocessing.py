@@ -167,6 +167,9 @@ class FramePipeline:
         self._fire = settings.use_fire_reset and len(meanings) >= 3 and meanings[1] == "FIRE"
         raw = (_RAW_HEIGHT, _RAW_WIDTH) if settings.gray_scale else (_RAW_HEIGHT, _RAW_WIDTH, 3)
         self._raw = [np.zeros(raw, np.uint8), np.zeros(raw, np.uint8)]
+        self._pooled = np.zeros(raw, np.uint8)  # the max of the two, written in place
+        small = (settings.img_height, settings.img_width)
+        self._small = np.zeros(small if settings.gray_scale else (*small, 3), np.uint8)
         self._stack = np.zeros(settings.observation_shape, np.uint8)
         self._interpolation = cv2.INTER_AREA if settings.use_inter_area_resize else cv2.INTER_LINEAR
         self._lives = 0
@@ -218,7 +221,7 @@ class FramePipeline:
         life_lost = self.settings.episodic_life and 0 < lives < self._lives
         self._lives = lives
         self._push(frame, fill=False)
-        clipped = float(np.sign(reward)) if self.settings.reward_clip else reward
+        clipped = float((reward > 0) - (reward < 0)) if self.settings.reward_clip else reward
         return self._stack.copy(), clipped, self._game_over or life_lost, self._info(reward)
 
     def _skip(self, action: int) -> tuple[np.ndarray, float]:
@@ -238,7 +241,7 @@ class FramePipeline:
                 break
         if grabbed == 1:
             return self._raw[0], float(reward)
-        return np.maximum(self._raw[0], self._raw[1]), float(reward)
+        return np.maximum(self._raw[0], self._raw[1], out=self._pooled), float(reward)
 
     def _grab(self, out: np.ndarray) -> np.ndarray:
         if self.settings.gray_scale:
@@ -252,7 +255,10 @@ class FramePipeline:
         s = self.settings
         if (s.img_height, s.img_width) != (_RAW_HEIGHT, _RAW_WIDTH):
             frame = self._cv2.resize(
-                frame, (s.img_width, s.img_height), interpolation=self._interpolation
+                frame,
+                (s.img_width, s.img_height),
+                dst=self._small,
+                interpolation=self._interpolation,
             )
         if not s.gray_scale:
             frame = frame.transpose(2, 0, 1)
