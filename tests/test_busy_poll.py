@@ -326,3 +326,36 @@ def test_a_hybrid_spin_does_not_learn_a_wait_longer_than_its_budget() -> None:
     assert poller.usual_wait == 200e-6
     poller.note_wait(50e-3)
     assert poller.usual_wait == 200e-6
+
+
+def test_slept_gaps_that_a_spin_would_have_caught_bring_spinning_back() -> None:
+    # A single Pong env: replies come 250-300 µs after the request, close to the client's
+    # 300 µs budget. Asleep, each gap also holds the wake-up (about 50 µs on a VM).
+    rule = SpinRule(budget=300e-6)
+    for _ in range(200):
+        rule.note_gap(5e-3)  # a slow moment (an episode's reset, a burst of load)
+    assert not rule.gaps_pay
+    for _ in range(200):
+        rule.note_gap(330e-6, asleep=True)  # 280 µs of reply, 50 µs of wake-up
+    assert rule.gaps_pay  # the spin would have caught them: it comes back
+    scored_as_measured = SpinRule(budget=300e-6)
+    for _ in range(200):
+        scored_as_measured.note_gap(5e-3)
+    for _ in range(200):
+        scored_as_measured.note_gap(330e-6)
+    assert not scored_as_measured.gaps_pay  # what the rule did before: stopped for good
+
+
+@pytest.mark.parametrize("gap", [10e-6, 60e-6])
+def test_a_slept_gap_without_room_for_a_wake_up_is_scored_as_measured(gap: float) -> None:
+    asleep, awake = SpinRule(budget=300e-6), SpinRule(budget=300e-6)
+    asleep.note_gap(gap, asleep=True)
+    awake.note_gap(gap)
+    assert asleep.score == awake.score
+
+
+def test_a_slept_gap_long_past_the_budget_is_still_a_wasted_spin() -> None:
+    rule = SpinRule(budget=300e-6)
+    for _ in range(200):
+        rule.note_gap(2e-3, asleep=True)  # a slow env: 2 ms, wake-up or not
+    assert not rule.gaps_pay

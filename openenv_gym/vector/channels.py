@@ -36,7 +36,7 @@ from openenv_gym.wire.batch import (
     parse_batch_result,
     parse_batch_states,
 )
-from openenv_gym.wire.compression_policy import CompressionPolicy
+from openenv_gym.wire.compression_policy import BATCH_WARMUP_STEPS, CompressionPolicy
 from openenv_gym.wire.messages import (
     ObservationReply,
     StateReply,
@@ -178,7 +178,7 @@ class BatchChannel(Channel):
         self._copy = not borrow
         self._compressed = compressed
         #: Decides per step whether results come packed (``None``: not measured).
-        self.policy = CompressionPolicy() if compressed and measured else None
+        self.policy = CompressionPolicy(BATCH_WARMUP_STEPS) if compressed and measured else None
         self._asked: bool | None = None
         self._sent = 0.0
 

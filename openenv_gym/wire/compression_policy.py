@@ -17,18 +17,33 @@ not shrink :data:`~openenv_gym.wire.compressed.MIN_RATIO` times, whatever was as
 
 The rule, step by step:
 
-0. **Warm up** (``warmup`` steps, a single env's session: :data:`WARMUP_STEPS`): a fresh
-   session's steps get cheaper over their first few dozen (busy-polling and caches settle:
-   on loopback, Pong's cost per step fell from 620 to 380 µs over 25 steps whatever was
-   asked), which would make whichever choice is probed first look worse. These steps ask
-   for packed frames and are not measured.
+0. **Warm up** (``warmup`` steps): a fresh session's steps get cheaper over their first
+   few dozen (busy-polling and caches settle: on loopback, a single Pong env's cost per
+   step fell from 620 to 380 µs over 25 steps whatever was asked), which would make
+   whichever choice is probed first look worse; a single env's session skips
+   :data:`WARMUP_STEPS`. A batch connection's first exchange is the vector env's ``reset``
+   (Pong N=16: 1-4 s on a loaded machine), then two steps of 20 ms against 6 ms; it skips
+   :data:`BATCH_WARMUP_STEPS`, no more: through a tunnel each step is 25 ms, and 32 of them
+   moved the first raw probe (one 150 ms step) from a run's first half second into its
+   timed window (``bench --link tunnel``, Pong N=16: 0.83x of forced zstd against 0.95x).
+   These steps ask for packed frames and are not measured.
 1. **Probe both**: the first :data:`PROBE_STEPS` steps packed, the next ones raw; the choice
    is the one whose median cost per step is lower.
 2. **Cut a probe short** when it is clearly worse: once :data:`EARLY_STEPS` steps of a probe
    all cost more than :data:`EARLY_FACTOR` times the other choice's median, the probe ends
-   there (through a tunnel a raw Pong N=16 step costs 5x a packed one: one such step says
-   enough).
-3. **Stay, then check again**: after ``interval`` steps on the choice, the other one is
+   there; one step that costs more than :data:`CLEAR_FACTOR` times it is enough (through a
+   tunnel a raw Pong N=16 step costs 5x a packed one). One step at 1.5x is not: on a loaded
+   machine one step in a few is (Pong N=16 on one host, load 4: single steps of 9.5 and
+   47 ms against medians of 5.7 and 15 ms), and each cut probe doubles the stay on a
+   choice that may be the wrong one.
+3. **A near first call is checked soon**: a first choice that won by less than
+   :data:`EARLY_FACTOR` stays :data:`REVISE_STEPS` steps only. Its probes ran on the
+   connection's first steps, which are still cold: in the bench, Pong N=16 on one host
+   without shared memory, packed steps cost 3.0 or 5.8 ms by turns for the first dozen
+   steps, then 3.1 ms, against 3.4 ms raw; the first probe chose raw (4.26 against
+   3.48 ms) and the budget below kept it there for 181 and 334 steps (0.6-1 s of a 3.5 s
+   run) before a probe measured packed 3.24 against 6.89 ms and switched.
+4. **Stay, then check again**: after ``interval`` steps on the choice, the other one is
    probed again. If it is cheaper by more than :data:`MARGIN` it becomes the choice and
    ``interval`` starts over; if not, ``interval`` doubles. Either way ``interval`` is at
    least what keeps the time probes cost beyond the choice under :data:`PROBE_BUDGET` (as
@@ -43,7 +58,7 @@ decisions by feeding it measurements (``tests/wire/test_compression_policy.py``)
 
 Example:
     >>> policy = CompressionPolicy()
-    >>> for _ in range(PROBE_STEPS + EARLY_STEPS):  # a tunnel: raw 100 ms a step, packed 20 ms
+    >>> for _ in range(PROBE_STEPS + 1):  # a tunnel: raw 100 ms a step, packed 20 ms
     ...     asked = policy.choice()
     ...     policy.record(asked, 0.100 if not asked else 0.020)
     >>> policy.choice(), policy.compress
@@ -59,13 +74,19 @@ from typing import Final
 
 #: Steps a single env's session runs before its first probe (not measured; see rule 0).
 WARMUP_STEPS: Final = 32
+#: Steps a batch connection runs before its first probe: the reset and two cold steps.
+BATCH_WARMUP_STEPS: Final = 4
 #: Steps each choice is measured for in a probe.
 PROBE_STEPS: Final = 8
-#: Steps after which a probe that is clearly worse ends (one: a wrong cut costs a stay on the
-#: other choice, which the next probe corrects; a slow probe costs every one of its steps).
-EARLY_STEPS: Final = 1
+#: Steps after which a probe that is clearly worse ends (two: one step over
+#: :data:`EARLY_FACTOR` is a loaded machine's noise as often as not, and a wrong cut costs a
+#: doubled stay on the wrong choice; a slow probe costs every one of its steps).
+EARLY_STEPS: Final = 2
 #: "Clearly worse": every step of the probe so far costs more than this times the other's median.
 EARLY_FACTOR: Final = 1.5
+#: "Far worse": one step over this times the other's median ends the probe at once (a tunnel's
+#: raw frames cost 5x; noise on one host reached 3x in one step of about 200).
+CLEAR_FACTOR: Final = 4.0
 #: The fewest steps on a choice before the other one is probed again.
 REVISE_STEPS: Final = 64
 #: The longest stay on a choice without probing the other one.
@@ -140,7 +161,12 @@ class CompressionPolicy:
     def _clearly_worse(self, probed: bool) -> bool:
         costs = self._costs[probed]
         other = self.cost(not probed)
-        return len(costs) >= EARLY_STEPS and other is not None and min(costs) > EARLY_FACTOR * other
+        if other is None or not costs:
+            return False
+        worst = min(costs)
+        return worst > CLEAR_FACTOR * other or (
+            len(costs) >= EARLY_STEPS and worst > EARLY_FACTOR * other
+        )
 
     def _start_probe(self, compressed: bool) -> None:
         self._costs[compressed].clear()
@@ -156,7 +182,9 @@ class CompressionPolicy:
             return
         mine = self.cost(probed)
         assert mine is not None
-        if self.compress is None:
+        winner, loser = min(mine, other), max(mine, other)
+        first = self.compress is None
+        if first:
             self.compress = probed if mine < other else not probed
         elif mine < other * (1 - MARGIN):
             self.compress = probed
@@ -164,17 +192,22 @@ class CompressionPolicy:
             self._interval = REVISE_STEPS
         else:
             self._interval = 2 * self._interval
-        # Keep what the next probe costs beyond the choice (as this one measured) within the
-        # budget: a far worse choice is probed rarely, a near tie often.
-        winner, loser = min(mine, other), max(mine, other)
-        extra = len(self._costs[probed]) * (loser - winner)
-        budget = math.ceil(extra / (PROBE_BUDGET * max(winner, 1e-9)))
-        self._interval = min(max(self._interval, budget, REVISE_STEPS), MAX_REVISE_STEPS)
+        if first and loser < EARLY_FACTOR * winner:
+            # A near call on a fresh connection's steps: checked again after REVISE_STEPS.
+            self._interval = REVISE_STEPS
+        else:
+            # Keep what the next probe costs beyond the choice (as this one measured) within
+            # the budget: a far worse choice is probed rarely, a near tie often.
+            extra = len(self._costs[probed]) * (loser - winner)
+            budget = math.ceil(extra / (PROBE_BUDGET * max(winner, 1e-9)))
+            self._interval = min(max(self._interval, budget, REVISE_STEPS), MAX_REVISE_STEPS)
         self._probing = None
         self._left = self._interval
 
 
 __all__ = [
+    "BATCH_WARMUP_STEPS",
+    "CLEAR_FACTOR",
     "EARLY_FACTOR",
     "EARLY_STEPS",
     "MARGIN",

@@ -36,7 +36,7 @@ from openenv_gym.vector.channels import BatchChannel, Channel
 from openenv_gym.vector.opening import Opener, close_all
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result
 from openenv_gym.wire.compressed import COMPRESSED_MAGIC, ZSTD, FrameCompressor
-from openenv_gym.wire.compression_policy import PROBE_STEPS
+from openenv_gym.wire.compression_policy import BATCH_WARMUP_STEPS, PROBE_STEPS
 from openenv_gym.wire.messages import observation_message
 
 LIMIT = 1024 * 1024
@@ -178,7 +178,7 @@ def test_a_packed_frame_where_none_was_agreed_names_the_sub_envs_and_url(
 
 
 def test_auto_measures_each_choice_and_asks_the_server_step_by_step() -> None:
-    frames = [packed_screens()] * (2 * PROBE_STEPS + 2)
+    frames = [packed_screens()] * (BATCH_WARMUP_STEPS + 2 * PROBE_STEPS + 2)
     scripted = ScriptedBatchServer(frames)
     try:
         (channel,) = opener("auto").open_group(scripted.url, [0, 1], [], 1)
@@ -197,8 +197,9 @@ def test_auto_measures_each_choice_and_asks_the_server_step_by_step() -> None:
     finally:
         scripted.close()
     asked = [request["compress"] for request in scripted.requests]
-    assert asked[:PROBE_STEPS] == [True] * PROBE_STEPS  # packed first, then raw
-    assert asked[PROBE_STEPS] is False
+    first = BATCH_WARMUP_STEPS + PROBE_STEPS  # the warm-up (not measured), the packed probe, raw
+    assert asked[:first] == [True] * first
+    assert asked[first] is False
 
 
 def test_forced_zstd_leaves_packing_to_the_server() -> None:
