@@ -339,11 +339,15 @@ class FieldWalker:
             resolved = [self._resolve(b, path)[0] for b in branches]
             if not all("const" in b or isinstance(b.get("enum"), list) for b in resolved):
                 kinds = [b.get("type", "?") for b in resolved]
+                # An object-or-array field has no one space a user could name for it: only
+                # leaving it out helps. A union of scalars is a set of values: a Discrete.
+                structured = any(kind in ("object", "array") for kind in kinds)
                 raise UnmappableFieldError(
                     path,
                     f"a union of {kinds} has no single space",
                     schema,
-                    example="gymnasium.spaces.Discrete(n)",
+                    example="" if structured else "gymnasium.spaces.Discrete(n)",
+                    space_fix=not structured,
                 )
             values: list[Any] = []
             for branch in resolved:

@@ -597,3 +597,35 @@ def test_top_level_reference_that_does_not_resolve() -> None:
         observation_codec({"$ref": "#/$defs/Missing"})
     assert info.value.field == ""
     assert "does not resolve" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("branches", "space_advice"),
+    [
+        # a traffic server's per-intersection queues: a dict of lists or one list
+        (
+            [
+                {"type": "object", "additionalProperties": {"type": "array"}},
+                {"type": "array", "items": {"type": "number"}},
+            ],
+            None,
+        ),
+        (
+            [{"type": "object", "additionalProperties": {"type": "integer"}}, {"type": "integer"}],
+            None,
+        ),
+        ([{"type": "integer"}, {"type": "string"}], "gymnasium.spaces.Discrete(n)"),
+    ],
+)
+def test_a_union_is_advised_a_space_only_when_one_could_hold_it(
+    branches: list[dict[str, Any]], space_advice: str | None
+) -> None:
+    schema = obs_schema({"ok": {"type": "boolean"}, "bad": {"anyOf": branches}})
+    with pytest.raises(SpaceMappingError) as info:
+        observation_codec(schema)
+    message = str(info.value)
+    assert "exclude=['bad']" in message
+    if space_advice is None:  # an object-or-array field: leaving it out is the one fix
+        assert "field_spaces" not in message
+    else:
+        assert f"field_spaces={{'bad': {space_advice}}}" in message
