@@ -25,7 +25,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from openenv_gym.env_mapping import reply_info
 from openenv_gym.errors import ActionMaskUnavailableError, OpenEnvGymError
 from openenv_gym.spaces import ActionCodec, ObservationCodec
-from openenv_gym.vector.infos import AddInfo, merge_result_infos
+from openenv_gym.vector.infos import AddInfo, ResultRows, merge_result_infos, merge_results_infos
 from openenv_gym.wire.batch import BatchResult
 
 
@@ -122,11 +122,15 @@ class BatchBuffers:
         was_resetting: frozenset[int] | None,
         infos: dict[str, Any],
         ended: dict[int, dict[str, Any]],
+        deferred: list[ResultRows] | None = None,
     ) -> dict[str, Any]:
         """Write one connection's step results; collect SAME_STEP episodes still to reset
         (``ended``: sub-env -> its final info). ``was_resetting``: the sub-envs whose op was
-        the NEXT_STEP reset."""
+        the NEXT_STEP reset. ``deferred``: the infos of the rows are left there, for
+        :meth:`merge_deferred` to merge with those of the other connections at once."""
         indices = self.write_rows(channel_indices, result)
+        if deferred and result.final:  # the infos merged so far come first, as they came
+            infos = self.merge_deferred(infos, deferred)
         noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
         if (
             len(indices) > 1
@@ -183,7 +187,17 @@ class BatchBuffers:
                 ended[i] = self.row_info(result, k) if noisy else {}
             elif noisy:
                 rows.append((k, i))
+        if deferred is not None:
+            deferred.append((result, rows))
+            return infos
         return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
+
+    def merge_deferred(self, infos: dict[str, Any], deferred: list[ResultRows]) -> dict[str, Any]:
+        """``infos`` with the infos :meth:`take_steps` left in ``deferred`` merged (which
+        is emptied)."""
+        infos = merge_results_infos(self.add_info, self.num_envs, infos, self.codec, deferred)
+        deferred.clear()
+        return infos
 
     def _take_plain_steps(
         self,

@@ -128,9 +128,61 @@ def merge_result_infos(
     """``infos`` with the info of each ``(position in result, sub-env index)`` row merged
     in, as ``add_info(infos, reply_info(codec, result.reply(position)), index)`` for each
     row (with a non-empty info) in order would."""
-    if not rows:
+    return merge_results_infos(add_info, num_envs, infos, codec, [(result, rows)])
+
+
+#: One batch reply and its ``(position in the reply, sub-env index)`` rows to merge.
+ResultRows = tuple[BatchResult, Sequence[tuple[int, int]]]
+
+
+def merge_results_infos(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    codec: ObservationCodec,
+    parts: Sequence[ResultRows],
+) -> dict[str, Any]:
+    """:func:`merge_result_infos` for several batch replies (one per server of a vector
+    step) in order, merged once per key when their rows share the same keys in the same
+    order (each key's values one after another; what merging them reply by reply gives)."""
+    parts = [(result, rows) for result, rows in parts if rows]
+    if not parts:
         return infos
-    columns = _info_columns(codec, result, [position for position, _ in rows])
+    every = [_info_columns(codec, result, [p for p, _ in rows]) for result, rows in parts]
+    first = every[0]
+    if first is None or any(c is None or list(c) != list(first) for c in every[1:]):
+        for (result, rows), columns in zip(parts, every, strict=True):
+            infos = _merge_part(add_info, num_envs, infos, codec, result, rows, columns)
+        return infos
+    targets = [index for _, rows in parts for _, index in rows]
+    where = _rows(targets)
+    for key in first:
+        values = _joined([c[key] for c in every if c is not None])
+        infos = _merge(add_info, num_envs, infos, key, targets, where, values)
+    return infos
+
+
+def _joined(parts: list[Sequence[Any]]) -> Sequence[Any]:
+    """The values of one key in several replies, one after another (an array when they
+    are arrays of one dtype, so the merged column's dtype is the one it would have been)."""
+    if len(parts) == 1:
+        return parts[0]
+    arrays = [part for part in parts if isinstance(part, np.ndarray)]
+    if len(arrays) == len(parts) and len({array.dtype for array in arrays}) == 1:
+        return np.concatenate(arrays)
+    return [value for part in parts for value in part]
+
+
+def _merge_part(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    codec: ObservationCodec,
+    result: BatchResult,
+    rows: Sequence[tuple[int, int]],
+    columns: dict[str, Sequence[Any]] | None,
+) -> dict[str, Any]:
+    """The rows of one reply merged: column by column, or one by one (``columns`` None)."""
     if columns is None:  # rows that differ: one by one
         for position, index in rows:
             info = reply_info(codec, result.reply(position))
@@ -221,9 +273,11 @@ def take_info_rows(infos: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
 
 __all__ = [
     "AddInfo",
+    "ResultRows",
     "empty_column",
     "info_adder",
     "merge_column",
     "merge_result_infos",
+    "merge_results_infos",
     "take_info_rows",
 ]

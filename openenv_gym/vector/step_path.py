@@ -34,7 +34,7 @@ from openenv_gym.providers.server_fleet import ServerFleet
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import Channel
 from openenv_gym.vector.connections import Connections, Pending
-from openenv_gym.vector.infos import AddInfo
+from openenv_gym.vector.infos import AddInfo, ResultRows
 from openenv_gym.vector.options import SubEnvSpec, make_template, spread_over
 from openenv_gym.vector.round_trip import Op
 from openenv_gym.wire.batch import BatchResult
@@ -170,12 +170,15 @@ class StepPath:
         infos: dict[str, Any] = {}
         ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
         taken: list[Channel] = []  # the channels whose reply was written (no numpy per reply)
+        deferred: list[ResultRows] = []  # their infos, merged once for all channels
         self.reconnected = []
 
         def take(channel: Channel, result: BatchResult) -> None:
             # Each reply is decoded as soon as it is read: the next server may still step.
             nonlocal infos
-            infos = buffers.take_steps(channel.indices, result, was_resetting, infos, ended)
+            infos = buffers.take_steps(
+                channel.indices, result, was_resetting, infos, ended, deferred
+            )
             taken.append(channel)
 
         try:
@@ -190,6 +193,7 @@ class StepPath:
                 buffers.end_episodes([i for i in self._every if i not in written])
             raise
         self.reconnected = reconnected
+        infos = buffers.merge_deferred(infos, deferred)
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         for i in reconnected:  # the episode ends here, truncated
             buffers.mark_reconnected(i)

@@ -11,7 +11,7 @@ import pytest
 
 from openenv_gym.env_mapping import reply_info
 from openenv_gym.spaces import X_OBSERVATION_KEY, ObservationCodec, observation_codec
-from openenv_gym.vector.infos import merge_result_infos
+from openenv_gym.vector.infos import merge_result_infos, merge_results_infos
 from openenv_gym.wire.batch import BatchResult, encode_batch_result, parse_batch_result
 from openenv_gym.wire.messages import observation_message
 
@@ -122,6 +122,40 @@ def test_columns_merge_like_add_info(add_info: Any, case: str, targets: list[int
     infos: dict[str, Any] = {"earlier": np.ones(NUM_ENVS), "_earlier": np.ones(NUM_ENVS, bool)}
     got = merge_result_infos(add_info, NUM_ENVS, infos, codec, result, rows)
     _assert_same(expected, got)
+
+
+PAIRS = [(case, case) for case in sorted(CASES)] + [
+    ("atari-like", "no info at all"),
+    ("atari-like", "metadata that differs by row"),
+    ("nested dict extra", "atari-like"),
+    ("ints then floats", "stacked array extra"),
+    ("metadata on some rows only", "atari-like"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS)
+@pytest.mark.parametrize("order", ["in turn", "second server first"])
+def test_replies_merged_at_once_equal_reply_by_reply(
+    add_info: Any, first: str, second: str, order: str
+) -> None:
+    """A vector step's replies (one per server) merged once give what merging each reply,
+    and each row of it, one by one gives: keys, their order, ``_key`` masks, dtypes, values."""
+    codec = observation_codec(SCREEN_SCHEMA)
+    parts = []
+    for case, targets in [(first, [0, 1, 2]), (second, [5, 3, 4])]:
+        rows_data, metadata = CASES[case]
+        result = _result(rows_data[:3], metadata[:3])
+        parts.append((result, list(zip(range(3), targets, strict=True))))
+    if order != "in turn":
+        parts.reverse()
+    expected: dict[str, Any] = {"earlier": np.ones(NUM_ENVS), "_earlier": np.ones(NUM_ENVS, bool)}
+    for result, rows in parts:
+        for position, index in rows:
+            info = reply_info(codec, result.reply(position))
+            if info:
+                expected = add_info(expected, info, index)
+    infos = {"earlier": np.ones(NUM_ENVS), "_earlier": np.ones(NUM_ENVS, bool)}
+    _assert_same(expected, merge_results_infos(add_info, NUM_ENVS, infos, codec, parts))
 
 
 def test_a_subset_of_rows_merges_only_those(add_info: Any) -> None:
