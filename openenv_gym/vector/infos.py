@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -167,9 +167,9 @@ def _joined(parts: list[Sequence[Any]]) -> Sequence[Any]:
     are arrays of one dtype, so the merged column's dtype is the one it would have been)."""
     if len(parts) == 1:
         return parts[0]
-    arrays = [part for part in parts if isinstance(part, np.ndarray)]
+    arrays = [np.asarray(part) for part in parts if isinstance(part, np.ndarray)]
     if len(arrays) == len(parts) and len({array.dtype for array in arrays}) == 1:
-        return np.concatenate(arrays)
+        return cast(Sequence[Any], np.concatenate(arrays))
     return [value for part in parts for value in part]
 
 
