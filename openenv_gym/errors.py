@@ -101,13 +101,8 @@ class ProtocolError(OpenEnvGymError, ValueError):
 
 
 class SessionFieldError(ProtocolError):
-    """An HTTP server's ``POST /step`` requires a body field that is not the action's (a
-    session id such as ``game_id``), and the reset reply did not carry it (at its top level
-    or in its ``info``), so no step can name it.
-
-    Attributes:
-        field: The body field.
-    """
+    """An HTTP server's ``POST /step`` requires a body ``field`` that is not the action's (a
+    session id such as ``game_id``) and the reset reply did not carry (top level or ``info``)."""
 
     def __init__(self, message: str, *, field: str, received: Any = None) -> None:
         super().__init__(message, received=received)
@@ -378,7 +373,7 @@ class HubPushError(OpenEnvGymError, RuntimeError):
     """Pushing a trajectory dataset to the Hugging Face Hub failed (offline, no token, ...)."""
 
 
-# --------------------------------------------------------------------------- server reliability
+# ------------------------------------------------------- serving, packaging, fleets, links
 
 
 class ServerWorkerError(OpenEnvGymError, RuntimeError):
@@ -387,9 +382,6 @@ class ServerWorkerError(OpenEnvGymError, RuntimeError):
 
 class InsecureBindError(OpenEnvGymError, ValueError):
     """A server was asked to listen beyond loopback without a token (or with an empty one)."""
-
-
-# --------------------------------------------------------------------------- packaging
 
 
 class MissingExtraError(OpenEnvGymError, ImportError):
@@ -409,9 +401,6 @@ class MissingExtraError(OpenEnvGymError, ImportError):
         self.extra = extra
 
 
-# --------------------------------------------------------------------------- ray fleet
-
-
 class RayUnavailableError(ServerStartError):
     """Ray is not installed, or not initialised in this process (``ray.init(address=...)``)."""
 
@@ -420,18 +409,12 @@ class FleetConfigError(OpenEnvGymError, ValueError):
     """A fleet (where a vector env's servers run) was configured wrongly."""
 
 
-# --------------------------------------------------------------------------- benchmark links
-
-
 class LinkProfileError(OpenEnvGymError, ValueError):
     """A ``--link`` value of the benchmark suite names no profile and is no valid custom link."""
 
 
 class LinkProxyError(OpenEnvGymError, RuntimeError):
     """The link-emulating proxy of the benchmark suite could not start or reach its target."""
-
-
-# --------------------------------------------------------------------------- serving
 
 
 class PortInUseError(ServerStartError):

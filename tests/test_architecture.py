@@ -126,3 +126,13 @@ def test_the_client_path_loads_no_server_module(cartpole_url: str) -> None:
     client = ("openenv_gym.env", "pydantic", "httpx", "websockets")
     assert [name for name in client if name in after_import.split()] == []
     assert [name for name in client if name not in after_episode.split()] == []
+
+
+def test_no_module_is_over_500_lines() -> None:
+    """One concern per module: a module that grows past 500 lines is split (issue 32)."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "openenv_gym").rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > 500
+    }
+    assert long == {}, f"modules over 500 lines (split each by concern): {long}"

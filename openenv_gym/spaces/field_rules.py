@@ -280,11 +280,9 @@ class FieldWalker:
     def _resolve(
         self, schema: Mapping[str, Any], path: str
     ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
-        """Follow ``$ref`` (and unwrap a one-element ``allOf``) to the schema it names.
-
-        Keys next to ``$ref`` (``default``, ``description``, ``x-space``) win over the
-        target's. Returns the merged schema and the chain of references followed.
-        """
+        """Follow ``$ref`` (and a one-element ``allOf``) to the schema it names: keys next to
+        ``$ref`` (``default``, ``description``, ``x-space``) win over the target's. Returns the
+        merged schema and the chain of references followed."""
         refs: list[str] = []
         while True:
             all_of = schema.get("allOf")
@@ -339,15 +337,13 @@ class FieldWalker:
             resolved = [self._resolve(b, path)[0] for b in branches]
             if not all("const" in b or isinstance(b.get("enum"), list) for b in resolved):
                 kinds = [b.get("type", "?") for b in resolved]
-                # An object-or-array field has no one space a user could name for it: only
-                # leaving it out helps. A union of scalars is a set of values: a Discrete.
-                structured = any(kind in ("object", "array") for kind in kinds)
+                scalars = not {"object", "array"} & set(kinds)  # else only leaving it out helps
                 raise UnmappableFieldError(
                     path,
                     f"a union of {kinds} has no single space",
                     schema,
-                    example="" if structured else "gymnasium.spaces.Discrete(n)",
-                    space_fix=not structured,
+                    example="gymnasium.spaces.Discrete(n)" if scalars else "",
+                    space_fix=scalars,
                 )
             values: list[Any] = []
             for branch in resolved:
