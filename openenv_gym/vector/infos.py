@@ -151,8 +151,8 @@ def merge_results_infos(
     every = [_info_columns(codec, result, [p for p, _ in rows]) for result, rows in parts]
     first = every[0]
     if first is None or any(c is None or list(c) != list(first) for c in every[1:]):
-        for (result, rows), columns in zip(parts, every, strict=True):
-            infos = _merge_part(add_info, num_envs, infos, codec, result, rows, columns)
+        for part, columns in zip(parts, every, strict=True):
+            infos = _merge_part(add_info, num_envs, infos, codec, part, columns)
         return infos
     targets = [index for _, rows in parts for _, index in rows]
     where = _rows(targets)
@@ -178,11 +178,11 @@ def _merge_part(
     num_envs: int,
     infos: dict[str, Any],
     codec: ObservationCodec,
-    result: BatchResult,
-    rows: Sequence[tuple[int, int]],
+    part: ResultRows,
     columns: dict[str, Sequence[Any]] | None,
 ) -> dict[str, Any]:
     """The rows of one reply merged: column by column, or one by one (``columns`` None)."""
+    result, rows = part
     if columns is None:  # rows that differ: one by one
         for position, index in rows:
             info = reply_info(codec, result.reply(position))
