@@ -132,13 +132,12 @@ class BatchBuffers:
         if deferred and result.final:  # the infos merged so far come first, as they came
             infos = self.merge_deferred(infos, deferred)
         noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
-        if (
-            len(indices) > 1
-            and not result.final
-            and not noisy
-            and self._take_plain_steps(indices, result, was_resetting, ended)
-        ):
-            return infos
+        if len(indices) > 1 and not result.final and not noisy:
+            plain_ended = self._take_plain_steps(indices, result, was_resetting)
+            if plain_ended is not None:
+                if self.same_step:  # each its own (empty) final info
+                    ended.update({i: {} for i in plain_ended})
+                return infos
         rewards, terminations, truncations = self.rewards, self.terminations, self.truncations
         elapsed, limit = self.elapsed, self.max_episode_steps
         truncated_key, terminated_key = self.truncated_key, self.terminated_key
@@ -200,20 +199,17 @@ class BatchBuffers:
         return infos
 
     def _take_plain_steps(
-        self,
-        indices: list[int],
-        result: BatchResult,
-        was_resetting: frozenset[int] | None,
-        ended: dict[int, dict[str, Any]],
-    ) -> bool:
+        self, indices: list[int], result: BatchResult, was_resetting: frozenset[int] | None
+    ) -> list[int] | None:
         """:meth:`take_steps` for rows without a final reply or an info, written as whole
-        columns; ``False`` (nothing written) when the flag columns are not boolean."""
+        columns: the sub-envs whose episode ended; ``None`` (nothing written) when the flag
+        columns are not boolean."""
         if self.codec.truncation_rule:  # the rule reads each row's observation
-            return False
+            return None
         truncated_column = _flags(result.fields, self.truncated_key)
         terminated_column = _flags(result.fields, self.terminated_key)
         if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
-            return False
+            return None
         count = len(indices)
         rows = _index(indices)
         reward = result.reward
@@ -240,12 +236,10 @@ class BatchBuffers:
         self.terminations[rows] = terminated
         self.truncations[rows] = truncated
         done = terminated | truncated
-        if done.any():
-            self._ended_now = True
-            if self.same_step:
-                for k in np.flatnonzero(done).tolist():
-                    ended[indices[k]] = {}
-        return True
+        if not done.any():
+            return []
+        self._ended_now = True
+        return [indices[k] for k in np.flatnonzero(done).tolist()]
 
     def take_resets(
         self, channel_indices: Sequence[int], result: BatchResult, infos: dict[str, Any]
