@@ -144,21 +144,19 @@ importable from the current directory), got 'fractions.Fraction'
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        found: Any = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except ImportError as exc:
         raise argparse.ArgumentTypeError(
             f"cannot import {module_name!r} for {text!r}: {exc}; run from the directory that "
             "holds it, or set PYTHONPATH"
         ) from None
+    found: Any = module
     for part in name.split("."):
         if not hasattr(found, part):
+            classes = (k for k, v in vars(module).items() if isinstance(v, type) and k[0] != "_")
             raise argparse.ArgumentTypeError(
                 f"module {module_name!r} has no {name!r} (for {text!r}); its classes: "
-                + ", ".join(
-                    k
-                    for k, v in vars(importlib.import_module(module_name)).items()
-                    if isinstance(v, type) and not k.startswith("_")
-                )[:300]
+                + ", ".join(classes)[:300]
             )
         found = getattr(found, part)
     if not isinstance(found, type):
