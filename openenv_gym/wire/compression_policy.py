@@ -163,9 +163,9 @@ class CompressionPolicy:
         other = self.cost(not probed)
         if other is None or not costs:
             return False
-        worst = min(costs)
-        return worst > CLEAR_FACTOR * other or (
-            len(costs) >= EARLY_STEPS and worst > EARLY_FACTOR * other
+        cheapest = min(costs)  # every step of the probe so far costs more than this
+        return cheapest > CLEAR_FACTOR * other or (
+            len(costs) >= EARLY_STEPS and cheapest > EARLY_FACTOR * other
         )
 
     def _start_probe(self, compressed: bool) -> None:
