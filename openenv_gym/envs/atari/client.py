@@ -38,8 +38,10 @@ from openenv_gym.envs.atari.models import (
     SCREEN_FIELD,
     SCREEN_HEIGHT,
     SCREEN_WIDTH,
+    PREPROCESSING_RESET_KEY,
     X_ACTION_MEANINGS,
     X_PREPROCESSING,
+    X_SESSION_PREPROCESSING,
     normalize_meaning,
     screen_shape,
     screen_space,
@@ -180,6 +182,11 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             (``metadata.game_name``); always on against an official server, whose spaces
             come from ``game``. A server whose ``legal_actions`` do not fit the action space
             always raises.
+        preprocessing: This env's own preprocessing, on a server whose schema says it
+            takes it per session (``x-session-preprocessing``) and whose own settings
+            differ: sent with every reset (reset key ``preprocessing``), and the observation
+            space is its shape. Elsewhere nothing is sent (``make_atari_env`` then checks
+            that the server's frames fit).
         **kwargs: :class:`~openenv_gym.env.OpenEnvEnv` options (``encoding``, timeouts,
             ``render_mode``, ...).
 
@@ -197,8 +204,13 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         obs_type: str = DEFAULT_OBS_TYPE,
         full_action_space: bool = False,
         check_game: bool = False,
+        preprocessing: Preprocessing | None = None,
         **kwargs: Any,
     ) -> None:
+        self._wanted = preprocessing
+        #: The preprocessing this env's sessions ask the server for (``None``: the server's
+        #: own frames).
+        self.session_preprocessing: dict[str, Any] | None = None
         self._game = game
         self._obs_type = obs_type
         self._full_action_space = bool(full_action_space)
@@ -215,6 +227,8 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         except OpenEnvGymError:
             state = {}
         frameskip = state.get("frameskip")
+        if self.session_preprocessing is not None:
+            frameskip = self.session_preprocessing["frame_skip"]
         # The server's frame skip (the official Atari state carries it). Gymnasium's
         # AtariPreprocessing reads ``env.unwrapped._frameskip`` and refuses to skip frames
         # on top of an env that already does; this is that attribute.
@@ -235,7 +249,10 @@ class AtariOpenEnvEnv(OpenEnvEnv):
         screen = observation.get("properties", {}).get(SCREEN_FIELD)
         if isinstance(screen, dict):
             observation.setdefault(X_OBSERVATION_KEY, SCREEN_FIELD)
-            if X_SPACE not in screen:
+            if self._ask_session_preprocessing(observation):
+                assert self._wanted is not None  # asked only for given options
+                screen[X_SPACE] = space_to_json(screen_space(self._wanted.observation_shape))
+            elif X_SPACE not in screen:
                 space = screen_space(screen_shape(self._obs_type))
                 screen[X_SPACE] = space_to_json(space)
         action_id = schema["action"].get("properties", {}).get(ACTION_FIELD)
@@ -248,6 +265,24 @@ class AtariOpenEnvEnv(OpenEnvEnv):
             if X_SPACE not in action_id:
                 action_id[X_SPACE] = {"type": "Discrete", "n": len(self._meanings), "start": 0}
         return schema
+
+    def _ask_session_preprocessing(self, observation: dict[str, Any]) -> bool:
+        """Whether this env's sessions ask for their own preprocessing: options were given,
+        the server takes them per session, and its own settings differ. If so, they go with
+        every reset from now on (a vector env's and a reopened session's too)."""
+        wanted = self._wanted
+        accepted = observation.get(X_SESSION_PREPROCESSING)
+        if wanted is None or not isinstance(accepted, list):
+            return False
+        options = dataclasses.asdict(wanted)
+        if self.server_preprocessing == options or not set(options) <= set(accepted):
+            return False
+        self.session_preprocessing = options
+        self._reset_kwargs[PREPROCESSING_RESET_KEY] = options
+        properties = observation.setdefault("properties", {})
+        properties.setdefault("raw_reward", {"type": "number", "title": "Raw Reward"})
+        properties.setdefault("game_over", {"type": "boolean", "title": "Game Over"})
+        return True
 
     def get_action_meanings(self) -> list[str]:
         """The meaning of each action index: ``["NOOP", "FIRE", ...]``."""
@@ -313,20 +348,23 @@ class AtariOpenEnvEnv(OpenEnvEnv):
 
 
 def _check_preprocessing(env: AtariOpenEnvEnv, options: Mapping[str, Any]) -> None:
-    """With ``base_url`` the server's preprocessing is fixed when it starts: the options
-    given must describe the frames it sends (their shape, and every option where the
-    server's state says what it does).
+    """With ``base_url`` and a server that takes no preprocessing per session (an official
+    or an older one), its preprocessing is fixed when it starts: the options given must
+    describe the frames it sends (their shape, and every option where the server's schema
+    says what it does).
 
     Raises:
         ServerMismatchError: The server sends frames of another shape, or preprocesses
             with other options.
     """
     settings = Preprocessing.from_options(options, options["frameskip"])
-    if settings is None:
+    if settings is None or env.session_preprocessing is not None:
         return
     given = {k: v for k, v in options.items() if k in PREPROCESSING_NAMES and v is not None}
     fix = (
-        "a server's preprocessing is fixed when it starts. Start it with `openenv-gym serve "
+        "this server takes no preprocessing per session (its schema has no "
+        f"{X_SESSION_PREPROCESSING!r}: an official or an older server), so its preprocessing "
+        "is fixed when it starts. Start it with `openenv-gym serve "
         f"atari {' '.join(ATARI_OPTIONS.to_argv(given))}`, or drop base_url to start one with "
         "these options"
     )
@@ -370,7 +408,11 @@ def make_atari_env(
     one mapping to ``openenv-gym serve atari``, started in a child process and stopped on
     ``close()``. With ``base_url`` the server's settings are
     fixed when it starts; ``game``, ``obs_type`` and ``full_action_space`` then only tell
-    the client the spaces of an official server.
+    the client the spaces of an official server. The preprocessing options are the
+    exception on our server (its schema lists them under ``x-session-preprocessing``): a
+    session takes its own with its first reset, so one raw ``openenv-gym serve atari``
+    serves raw and preprocessed envs at once. An official or an older server must have
+    been started with them (else :class:`~openenv_gym.errors.ServerMismatchError`).
 
     Args:
         game: The game, positionally (or ``game=``).
@@ -383,6 +425,8 @@ def make_atari_env(
 
     Raises:
         EnvConfigError: An option is invalid.
+        ServerMismatchError: With ``base_url``, preprocessing options that a server without
+            per-session preprocessing does not apply.
     """
     server = ServerSpec.take(kwargs)
     token = server.token
@@ -400,6 +444,7 @@ def make_atari_env(
             token=token,
             encoding=encoding,
             check_game=check_game,
+            preprocessing=Preprocessing.from_options(options, options["frameskip"]),
             **settings,
             **env_kwargs,
         )

@@ -38,6 +38,7 @@ import numpy as np
 
 from openenv_gym.envs.atari.models import (
     OBS_TYPES,
+    PREPROCESSING_RESET_KEY,
     AtariAction,
     AtariObservation,
     AtariState,
@@ -108,6 +109,15 @@ def check_atari_options(obs_type: str, frameskip: int, repeat_action_probability
         )
 
 
+def _describe(settings: Preprocessing | None) -> str:
+    """``"raw ALE frames"``, or the options that differ from envpool's defaults."""
+    if settings is None:
+        return "raw ALE frames"
+    default = Preprocessing()
+    changed = {k: v for k, v in dataclasses.asdict(settings).items() if getattr(default, k) != v}
+    return f"frames preprocessed with {changed or 'envpool defaults'}"
+
+
 class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
     """One ALE game, served over OpenEnv.
 
@@ -141,9 +151,6 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         max_num_frames_per_episode: int | None = DEFAULT_MAX_FRAMES,
         **preprocessing: Any,
     ) -> None:
-        with optional_imports(ATARI_PURPOSE):
-            from ale_py.env import AtariEnv
-
         check_atari_options(obs_type, frameskip, repeat_action_probability)
         unknown = sorted(set(preprocessing) - set(PREPROCESSING_NAMES))
         if unknown:
@@ -159,36 +166,21 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             )
         self.game = rom_id(game)
         self.obs_type = obs_type
-        self.preprocessing = settings
-        self.shape: tuple[int, ...] = (
-            screen_shape(obs_type) if settings is None else settings.observation_shape
+        self._emulator_options: dict[str, Any] = {
+            "game": self.game,
+            "mode": mode,
+            "difficulty": difficulty,
+            "repeat_action_probability": float(repeat_action_probability),
+            "full_action_space": full_action_space,
+            "max_num_frames_per_episode": max_num_frames_per_episode,
+        }
+        self._frameskip = frameskip
+        self._env = (
+            self._emulator(obs_type, frameskip) if settings is None else self._emulator("rgb", 1)
         )
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._env = AtariEnv(
-                    game=self.game,
-                    mode=mode,
-                    difficulty=difficulty,
-                    obs_type=obs_type if settings is None else "rgb",  # type: ignore[arg-type]
-                    frameskip=frameskip if settings is None else 1,
-                    repeat_action_probability=float(repeat_action_probability),
-                    full_action_space=full_action_space,
-                    max_num_frames_per_episode=max_num_frames_per_episode,
-                )
-        except Exception as exc:
-            raise EnvConfigError(f"cannot start Atari game {self.game!r}: {exc}") from exc
         self.action_meanings: list[str] = list(self._env.get_action_meanings())
-        self._pipeline = None if settings is None else FramePipeline(self._env, settings)
-        self.action_model, self.observation_model = atari_models(
-            self.shape,
-            self.action_meanings,
-            preprocessed=settings is not None,
-            preprocessing=None if settings is None else dataclasses.asdict(settings),
-        )
         self._n_actions = len(self.action_meanings)
         self._legal_actions = list(range(self._n_actions))
-        self._shape_list = list(self.shape)
         self._state = AtariState(
             game_name=self.game,
             obs_type=obs_type,  # type: ignore[arg-type]
@@ -196,9 +188,88 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
             mode=mode,
             difficulty=difficulty,
             repeat_action_probability=float(repeat_action_probability),
-            frameskip=frameskip if settings is None else settings.frame_skip,
         )
+        self._use(settings)
+        #: Whether the session's preprocessing is chosen: at its first reset, for good.
+        self._chosen = False
         self._steps = 0
+
+    def _emulator(self, obs_type: str, frameskip: int) -> Any:
+        """A new ``ale_py`` emulator with this server's game settings.
+
+        Raises:
+            EnvConfigError: ALE refuses the settings (e.g. a mode the game lacks).
+        """
+        with optional_imports(ATARI_PURPOSE):
+            from ale_py.env import AtariEnv
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return AtariEnv(
+                    obs_type=obs_type,  # type: ignore[arg-type]
+                    frameskip=frameskip,
+                    **self._emulator_options,
+                )
+        except Exception as exc:
+            raise EnvConfigError(f"cannot start Atari game {self.game!r}: {exc}") from exc
+
+    def _use(self, settings: Preprocessing | None) -> None:
+        """Send frames preprocessed with ``settings`` (``None``: raw ALE frames) from now on:
+        the shape, the pipeline, the models and the state's frame skip."""
+        self.preprocessing = settings
+        self.shape: tuple[int, ...] = (
+            screen_shape(self.obs_type) if settings is None else settings.observation_shape
+        )
+        self._shape_list = list(self.shape)
+        self._pipeline = None if settings is None else FramePipeline(self._env, settings)
+        self.action_model, self.observation_model = atari_models(
+            self.shape,
+            self.action_meanings,
+            preprocessed=settings is not None,
+            preprocessing=None if settings is None else dataclasses.asdict(settings),
+        )
+        self._state.frameskip = self._frameskip if settings is None else settings.frame_skip
+        self._steps = 0
+
+    def _choose(self, requested: Any) -> None:
+        """Take a session's own preprocessing (the ``preprocessing`` reset key) at its first
+        reset; a later reset may only repeat it.
+
+        Raises:
+            EnvConfigError: ``requested`` is not an object of envpool options, a value is
+                bad, or it differs from what the session chose at its first reset.
+        """
+        if requested is None:
+            self._chosen = True
+            return
+        if not isinstance(requested, Mapping):
+            raise EnvConfigError(
+                f"expected the reset key {PREPROCESSING_RESET_KEY!r} to be an object of "
+                f"envpool options such as {{'stack_num': 4}}, got {requested!r}"
+            )
+        unknown = sorted(set(requested) - set(PREPROCESSING_NAMES))
+        if unknown:
+            raise EnvConfigError(
+                f"unknown preprocessing option(s) {unknown} in the reset key "
+                f"{PREPROCESSING_RESET_KEY!r}: expected some of {list(PREPROCESSING_NAMES)}"
+            )
+        settings = Preprocessing.from_options(requested, self._frameskip) or self.preprocessing
+        if settings == self.preprocessing:
+            self._chosen = True
+            return
+        if self._chosen:
+            raise EnvConfigError(
+                "this session's preprocessing is fixed at its first reset: it sends "
+                f"{_describe(self.preprocessing)}; this reset asks for {_describe(settings)}. "
+                "Open a new env for other options: gym.make('openenv/Atari-v0', "
+                "base_url=..., <the options>)"
+            )
+        emulator = self._emulator("rgb", 1)
+        self._env.close()
+        self._env = emulator
+        self._use(settings)
+        self._chosen = True
 
     @property
     def ale(self) -> Any:
@@ -206,9 +277,27 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         return self._env.ale
 
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        preprocessing: Mapping[str, Any] | None = None,
+        **kwargs: Any,
     ) -> AtariObservation:
-        """Start an episode; ``seed`` seeds the emulator (and sticky actions)."""
+        """Start an episode; ``seed`` seeds the emulator (and sticky actions).
+
+        Args:
+            seed: Seeds the emulator.
+            episode_id: The episode's id (default: a new UUID).
+            preprocessing: This session's own preprocessing (envpool's options, e.g.
+                ``{"stack_num": 4}``), taken at its first reset and fixed from then on.
+            **kwargs: Other reset keys (ignored).
+
+        Raises:
+            EnvConfigError: ``preprocessing`` is malformed, has a bad value, or differs
+                from what an earlier reset of the session chose.
+        """
+        if preprocessing is not None or not self._chosen:
+            self._choose(preprocessing)
         info: Mapping[str, Any]
         if self._pipeline is not None:
             screen, info = self._pipeline.reset(seed)

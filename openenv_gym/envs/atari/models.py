@@ -26,6 +26,7 @@ from gymnasium import spaces
 from pydantic import ConfigDict, Field, create_model
 
 from openenv_gym.envs.atari.options import OBS_TYPES
+from openenv_gym.envs.atari.preprocessing import PREPROCESSING_NAMES
 from openenv_gym.server.models import Action, Observation, State
 from openenv_gym.spaces.serialization import X_OBSERVATION_KEY, X_SPACE, space_to_json
 
@@ -78,6 +79,11 @@ class AtariObservation(Observation):
 
 #: The observation schema's key for the server's preprocessing options (``{}``: raw frames).
 X_PREPROCESSING: Final = "x-preprocessing"
+#: The observation schema's key listing the preprocessing options a session may choose for
+#: itself (reset key :data:`PREPROCESSING_RESET_KEY`); official and older servers lack it.
+X_SESSION_PREPROCESSING: Final = "x-session-preprocessing"
+#: The reset key carrying a session's own preprocessing options (official servers drop it).
+PREPROCESSING_RESET_KEY: Final = "preprocessing"
 
 
 class AtariState(State):
@@ -144,7 +150,11 @@ def _cached_models(
     preprocessing: tuple[tuple[str, int | bool], ...],
 ) -> tuple[type[AtariAction], type[AtariObservation]]:
     base = _PreprocessedAtariObservation if preprocessed else _KeyedAtariObservation
-    extra = {X_OBSERVATION_KEY: SCREEN_FIELD, X_PREPROCESSING: dict(preprocessing)}
+    extra = {
+        X_OBSERVATION_KEY: SCREEN_FIELD,
+        X_PREPROCESSING: dict(preprocessing),
+        X_SESSION_PREPROCESSING: list(PREPROCESSING_NAMES),
+    }
     published = type(
         base.__name__,
         (base,),
@@ -211,12 +221,14 @@ def atari_models(
 
 __all__ = [
     "OBS_TYPES",
+    "PREPROCESSING_RESET_KEY",
     "RAM_SIZE",
     "SCREEN_FIELD",
     "SCREEN_HEIGHT",
     "SCREEN_WIDTH",
     "X_ACTION_MEANINGS",
     "X_PREPROCESSING",
+    "X_SESSION_PREPROCESSING",
     "AtariAction",
     "AtariObservation",
     "AtariState",
