@@ -414,22 +414,24 @@ def parse_batch_step(
 
 
 def _columns(observations: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Sequence[Any]]]:
-    """Each field of the first observation with its value in every observation (``None``
-    where one lacks it): transposed in one go when every observation has the same fields
-    in the same order (a server's replies do), else field by field.
+    """Each field of any observation (in the order first seen) with its value in every
+    observation (``None`` where one lacks it): transposed in one go when every observation
+    has the same fields in the same order (a server's replies usually do), else field by
+    field (sessions of one connection whose envs were reset with other options).
 
     Example:
         >>> list(_columns([{"a": 1, "b": 2}, {"a": 3, "b": 4}]))
         [('a', (1, 3)), ('b', (2, 4))]
-        >>> list(_columns([{"a": 1, "b": 2}, {"b": 4}]))
-        [('a', [1, None]), ('b', [2, 4])]
+        >>> list(_columns([{"a": 1, "b": 2}, {"b": 4, "c": 5}]))
+        [('a', [1, None]), ('b', [2, 4]), ('c', [None, 5])]
     """
     if not observations:
         return iter(())
     keys = tuple(observations[0])
     if all(tuple(o) == keys for o in observations):
         return zip(keys, zip(*(o.values() for o in observations), strict=True), strict=True)
-    return ((key, [o.get(key) for o in observations]) for key in keys)
+    every = dict.fromkeys(key for o in observations for key in o)
+    return ((key, [o.get(key) for o in observations]) for key in every)
 
 
 def encode_batch_result(

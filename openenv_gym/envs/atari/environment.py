@@ -109,13 +109,14 @@ def check_atari_options(obs_type: str, frameskip: int, repeat_action_probability
         )
 
 
-def _describe(settings: Preprocessing | None) -> str:
-    """``"raw ALE frames"``, or the options that differ from envpool's defaults."""
+def _describe(settings: Preprocessing | None, other: Preprocessing | None) -> str:
+    """``settings`` where they differ from ``other``: ``"raw ALE frames"``, or
+    ``"frames preprocessed with stack_num=2, noop_max=0"``."""
     if settings is None:
         return "raw ALE frames"
-    default = Preprocessing()
-    changed = {k: v for k, v in dataclasses.asdict(settings).items() if getattr(default, k) != v}
-    return f"frames preprocessed with {changed or 'envpool defaults'}"
+    theirs = {} if other is None else dataclasses.asdict(other)
+    differ = [f"{k}={v!r}" for k, v in dataclasses.asdict(settings).items() if theirs.get(k) != v]
+    return f"frames preprocessed with {', '.join(differ)}"
 
 
 class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
@@ -261,7 +262,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         if self._chosen:
             raise EnvConfigError(
                 "this session's preprocessing is fixed at its first reset: it sends "
-                f"{_describe(self.preprocessing)}; this reset asks for {_describe(settings)}. "
+                f"{_describe(self.preprocessing, settings)}; this reset asks for "
+                f"{_describe(settings, self.preprocessing)}. "
                 "Open a new env for other options: gym.make('openenv/Atari-v0', "
                 "base_url=..., <the options>)"
             )
