@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
+import httpx
 import numpy as np
 import pytest
 
@@ -283,28 +284,80 @@ def test_the_pool_gets_preprocessed_frames(served: Any) -> None:
         pool.close()
 
 
+def older_server(game: str, **options: Any) -> Any:
+    """Our Atari server as released before per-session preprocessing: its schema publishes
+    its own preprocessing (``x-preprocessing``) but not ``x-session-preprocessing``."""
+    from pydantic import ConfigDict
+
+    from openenv_gym.envs.atari.models import AtariState, X_PREPROCESSING
+    from openenv_gym.server.app import probed_server
+    from openenv_gym.spaces.serialization import X_OBSERVATION_KEY
+
+    probe = AtariEnvironment(game, **options)
+    published = probe.observation_model.model_json_schema()[X_PREPROCESSING]
+    probe.close()
+    extra = {X_OBSERVATION_KEY: "screen", X_PREPROCESSING: published}
+    observation = type(
+        "AtariObservation",
+        (probe.observation_model,),
+        {"model_config": ConfigDict(json_schema_extra=extra)},  # type: ignore[typeddict-item]
+    )
+    return probed_server(
+        lambda: AtariEnvironment(game, **options),
+        state_type=AtariState,
+        observation_type=observation,
+    )
+
+
 @pytest.mark.slow
-def test_options_that_do_not_fit_the_server_are_a_clear_error(served: Any) -> None:
+def test_options_that_do_not_fit_an_older_server_are_a_clear_error() -> None:
+    from openenv_gym.envs.atari.models import X_SESSION_PREPROCESSING
     from openenv_gym.errors import ServerMismatchError
 
-    raw = served("pong")
-    with pytest.raises(ServerMismatchError, match=r"sends \(210, 160, 3\) frames, not the"):
-        gym.make("openenv/Atari-v0", base_url=raw, stack_num=4)
-    with pytest.raises(ServerMismatchError, match="serve atari --stack-num 4"):
-        gym.make_vec("openenv/Atari-v0", num_envs=2, base_url=raw, stack_num=4)
+    with ServerThread(older_server("pong")) as raw_server:
+        raw = raw_server.url
+        schema = httpx.get(raw + "/schema").json()["observation"]
+        assert X_SESSION_PREPROCESSING not in schema
+        with pytest.raises(ServerMismatchError, match=r"sends \(210, 160, 3\) frames, not the"):
+            gym.make("openenv/Atari-v0", base_url=raw, stack_num=4)
+        with pytest.raises(ServerMismatchError, match="serve atari --stack-num 4"):
+            gym.make_vec("openenv/Atari-v0", num_envs=2, base_url=raw, stack_num=4)
+        with gym.make("openenv/Atari-v0", base_url=raw) as env:  # no options: what it sends
+            assert env.unwrapped.server_preprocessing == {}  # type: ignore[attr-defined]
+    with ServerThread(older_server("pong", stack_num=2)) as stacked_server:
+        stacked = stacked_server.url
+        env = gym.make("openenv/Atari-v0", base_url=stacked, stack_num=2)  # they fit
+        assert env.observation_space.shape == (2, 84, 84)
+        assert env.unwrapped.server_preprocessing["episodic_life"] is False  # type: ignore[attr-defined]
+        env.close()
+        # Same frames, other behaviour: life loss as episode end, clipped rewards.
+        with pytest.raises(
+            ServerMismatchError, match=r"episodic_life=False, reward_clip=False, not"
+        ):
+            gym.make(
+                "openenv/Atari-v0",
+                base_url=stacked,
+                stack_num=2,
+                episodic_life=True,
+                reward_clip=True,
+            )
+        with pytest.raises(ServerMismatchError, match="--episodic-life"):
+            gym.make_vec(
+                "openenv/Atari-v0", num_envs=2, base_url=stacked, stack_num=2, episodic_life=True
+            )
+
+
+@pytest.mark.slow
+def test_our_server_takes_other_options_per_session(served: Any) -> None:
     stacked = served("pong", stack_num=2)
-    env = gym.make("openenv/Atari-v0", base_url=stacked, stack_num=2)  # they fit
-    assert env.observation_space.shape == (2, 84, 84)
-    assert env.unwrapped.server_preprocessing["episodic_life"] is False  # type: ignore[attr-defined]
-    env.close()
-    # Same frames, other behaviour: life loss as episode end, clipped rewards.
-    with pytest.raises(ServerMismatchError, match=r"episodic_life=False, reward_clip=False, not"):
-        gym.make(
-            "openenv/Atari-v0", base_url=stacked, stack_num=2, episodic_life=True, reward_clip=True
-        )
-    with pytest.raises(ServerMismatchError, match="--episodic-life"):
-        gym.make_vec(
-            "openenv/Atari-v0", num_envs=2, base_url=stacked, stack_num=2, episodic_life=True
-        )
-    with gym.make("openenv/Atari-v0", base_url=raw) as env:  # no options: whatever it sends
-        assert env.unwrapped.server_preprocessing == {}  # type: ignore[attr-defined]
+    with gym.make("openenv/Atari-v0", base_url=stacked, stack_num=2) as env:  # its own: as is
+        assert env.unwrapped.reset_kwargs == {}  # type: ignore[attr-defined]
+        assert env.reset(seed=0)[0].shape == (2, 84, 84)
+    with gym.make(
+        "openenv/Atari-v0", base_url=stacked, stack_num=2, episodic_life=True, reward_clip=True
+    ) as env:
+        asked = env.unwrapped.reset_kwargs["preprocessing"]  # type: ignore[attr-defined]
+        assert (asked["stack_num"], asked["episodic_life"], asked["reward_clip"]) == (2, True, True)
+        obs, info = env.reset(seed=0)
+        assert obs.shape == (2, 84, 84)
+        assert info["game_over"] is False
