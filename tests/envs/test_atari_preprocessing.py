@@ -289,7 +289,7 @@ def older_server(game: str, **options: Any) -> Any:
     its own preprocessing (``x-preprocessing``) but not ``x-session-preprocessing``."""
     from pydantic import ConfigDict
 
-    from openenv_gym.envs.atari.models import AtariState, X_PREPROCESSING
+    from openenv_gym.envs.atari.models import X_PREPROCESSING, AtariState
     from openenv_gym.server.app import probed_server
     from openenv_gym.spaces.serialization import X_OBSERVATION_KEY
 

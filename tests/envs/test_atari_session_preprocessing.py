@@ -86,7 +86,9 @@ def test_the_first_reset_chooses_and_later_ones_may_only_repeat() -> None:
         assert env.reset(preprocessing={"stack_num": 2, "noop_max": 0}).screen_shape == [2, 84, 84]
         assert env.reset().screen_shape == [2, 84, 84]  # no key: the session's own
         fixed = "it sends frames preprocessed with stack_num=2, noop_max=0; this reset asks "
-        with pytest.raises(EnvConfigError, match=fixed + "for frames preprocessed with stack_num=4"):
+        with pytest.raises(
+            EnvConfigError, match=fixed + "for frames preprocessed with stack_num=4"
+        ):
             env.reset(preprocessing={"stack_num": 4})
         assert env.reset(seed=1).screen_shape == [2, 84, 84]  # nothing lost
     finally:
@@ -158,7 +160,7 @@ def test_one_raw_server_serves_raw_and_preprocessed_envs_at_once(served: Any) ->
         for action in actions(6, 30):
             raw_obs, *_ = raw.step(action)
             obs, reward, *_, info = single.step(action)
-            batch, rewards, *_ = vector.step(np.full(4, action))
+            batch, *_ = vector.step(np.full(4, action))
             assert raw_obs.shape == (210, 160, 3)
             assert obs.shape == (4, 84, 84)
             assert batch.shape == (4, 4, 84, 84)
@@ -197,8 +199,8 @@ def test_session_frames_equal_a_server_started_with_the_flags(
         assert theirs.unwrapped.session_preprocessing is None  # type: ignore[attr-defined]
         assert theirs.unwrapped.reset_kwargs == {}  # type: ignore[attr-defined]
         assert ours.observation_space == theirs.observation_space
-        obs, info = ours.reset(seed=7)
-        want, want_info = theirs.reset(seed=7)
+        obs, _ = ours.reset(seed=7)
+        want, _ = theirs.reset(seed=7)
         np.testing.assert_array_equal(obs, want)
         life_ends = 0
         for step, action in enumerate(actions(ours.action_space.n, steps, seed=3)):  # type: ignore[attr-defined]
@@ -296,7 +298,9 @@ def test_a_server_without_the_capability_is_a_mismatch_at_make() -> None:
     from tests.envs.official_atari import official_atari_server
 
     with official_atari_server() as url:
-        with pytest.raises(ServerMismatchError, match=r"no 'x-session-preprocessing'.*--stack-num 4"):
+        with pytest.raises(
+            ServerMismatchError, match=r"no 'x-session-preprocessing'.*--stack-num 4"
+        ):
             gym.make("openenv/Atari-v0", base_url=url, stack_num=4)
         with pytest.raises(ServerMismatchError, match=r"sends \(210, 160, 3\) frames"):
             gym.make_vec("openenv/Atari-v0", num_envs=2, base_url=url, stack_num=4)
@@ -334,6 +338,8 @@ def test_a_batch_whose_sessions_differ_in_shape_is_a_typed_error(served: Any) ->
         result = parse_batch_result(ws.recv())
     assert [len(screen) for screen in result.fields["screen"]] == [210 * 160 * 3, 4 * 84 * 84]
     assert result.fields["game_over"] == [None, False]
-    with gym.make("openenv/Atari-v0", base_url=url) as env:
-        with pytest.raises(ObservationMismatchError, match="screen"):
-            env.unwrapped.observation_codec.decode_batch(result.fields, 2)  # type: ignore[attr-defined]
+    with (
+        gym.make("openenv/Atari-v0", base_url=url) as env,
+        pytest.raises(ObservationMismatchError, match="screen"),
+    ):
+        env.unwrapped.observation_codec.decode_batch(result.fields, 2)  # type: ignore[attr-defined]

@@ -35,10 +35,10 @@ import numpy as np
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.envs.atari.environment import check_atari_options
 from openenv_gym.envs.atari.models import (
+    PREPROCESSING_RESET_KEY,
     SCREEN_FIELD,
     SCREEN_HEIGHT,
     SCREEN_WIDTH,
-    PREPROCESSING_RESET_KEY,
     X_ACTION_MEANINGS,
     X_PREPROCESSING,
     X_SESSION_PREPROCESSING,
