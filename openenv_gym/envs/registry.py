@@ -190,7 +190,9 @@ SERVER_ENVS: Final[dict[str, ServerEnvSpec]] = {
             "Defaults follow\nALE/<Game>-v5: frameskip 4, sticky actions 0.25, minimal action "
             "set.\nenvpool's preprocessing options (--stack-num ... --use-inter-area-resize): "
             "any one given\nturns the preprocessing on, the unset ones taking envpool's "
-            "default [in brackets].",
+            "default [in brackets].\nThey set the server's own frames; each client session "
+            "may still choose its own\n(gym.make('openenv/Atari-v0', base_url=..., "
+            "stack_num=4): the reset key 'preprocessing').",
             options=ATARI_OPTIONS,
             gym_ids=(GymId(f"{NAMESPACE}/Atari-v0"),),
             image_extra="atari",
