@@ -12,7 +12,10 @@ pass ``repeat_action_probability=0.0`` for that.)
 Differences from the official server, all additive: ``reset(seed=...)`` seeds the
 emulator (same seed + same actions = same frames); an ``action_id`` outside the action
 set is answered ``VALIDATION_ERROR`` (the official server answers ``EXECUTION_ERROR``);
-``done`` is also set when the episode is truncated by the frame limit.
+``done`` is also set when the episode is truncated by the frame limit; the reset key
+``preprocessing`` (envpool's options, published as ``x-session-preprocessing`` in the
+schema; official servers drop it) gives a session its own preprocessing, fixed at its first
+reset.
 
 Example:
     >>> env = AtariEnvironment("pong", repeat_action_probability=0.0)
@@ -21,6 +24,10 @@ Example:
     ([210, 160, 3], 6, ['NOOP', 'FIRE'])
     >>> env.step(env.action_model(action_id=0)).episode_frame_number
     4
+    >>> env.close()
+    >>> env = AtariEnvironment("pong")  # raw frames by default; this session chooses its own
+    >>> env.reset(seed=0, preprocessing={"stack_num": 4}).screen_shape
+    [4, 84, 84]
     >>> env.close()
 """
 
