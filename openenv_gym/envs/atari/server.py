@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from openenv_gym.envs.atari.environment import AtariEnvironment
@@ -43,12 +42,11 @@ def atari_server(game: str | None = None, /, **kwargs: Any) -> OpenEnvServer:
     return probed_server(make_atari_environment, state_type=AtariState, **server_kwargs)
 
 
-@functools.cache
 def _one_resize_thread() -> None:
     """Resize each frame in the worker's own thread: OpenCV's default pool hands an 84x84
     resize to a second thread, which on a server of one worker per core only adds wake-ups
-    (one resize: 40 µs in one thread, 52 µs wall in two on a 2-core machine). Once per
-    process; without OpenCV there is nothing to set (a session asking for preprocessing
+    (one resize: 40 µs in one thread, 52 µs wall in two on a 2-core machine). Without
+    OpenCV there is nothing to set (a session asking for preprocessing
     then gets the missing extra's error)."""
     try:
         import cv2
