@@ -343,3 +343,28 @@ def test_a_batch_whose_sessions_differ_in_shape_is_a_typed_error(served: Any) ->
         pytest.raises(ObservationMismatchError, match="screen"),
     ):
         env.unwrapped.observation_codec.decode_batch(result.fields, 2)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_reopened_sessions_ask_for_the_options_again(served: Any) -> None:
+    """The server drops idle sessions; ``reconnect=True`` reopens them, and their first reset
+    carries the options (raw frames would not decode into the (4, 84, 84) space)."""
+    import time
+
+    from openenv_gym.vector import RECONNECTED_KEY
+
+    url = served("pong", idle_timeout=0.5)
+    envs = gym.make_vec("openenv/Atari-v0", num_envs=2, base_url=url, stack_num=4, reconnect=True)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(2, np.int64))
+        time.sleep(1.5)  # past the idle timeout: the server closes both sessions
+        obs, _, _, truncated, info = envs.step(np.zeros(2, np.int64))
+        assert info[RECONNECTED_KEY].tolist() == [True, True]
+        assert truncated.tolist() == [True, True]
+        obs, _, _, truncated, info = envs.step(np.zeros(2, np.int64))  # the reopened sessions
+        assert obs.shape == (2, 4, 84, 84)
+        assert RECONNECTED_KEY not in info
+        assert info["game_over"].tolist() == [False, False]  # preprocessed replies' field
+    finally:
+        envs.close()
