@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import pytest
 
 
@@ -15,3 +17,26 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def actions(n: int, count: int, seed: int = 0) -> list[int]:
+    """``count`` random actions of ``Discrete(n)``, the same for a seed."""
+    return [int(a) for a in np.random.default_rng(seed).integers(n, size=count)]
+
+
+@pytest.fixture
+def served() -> Iterator[Any]:
+    """Start Atari servers (``served(game, **options)`` -> URL); stop every one at teardown."""
+    from openenv_gym.envs.atari import atari_server
+    from openenv_gym.server import ServerThread
+
+    threads: list[ServerThread] = []
+
+    def start(game: str, **options: Any) -> str:
+        thread = ServerThread(atari_server(game, **options))
+        threads.append(thread)
+        return thread.__enter__().url
+
+    yield start
+    for thread in threads:
+        thread.__exit__(None, None, None)

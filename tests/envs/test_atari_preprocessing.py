@@ -4,7 +4,6 @@ and with SB3's ``AtariWrapper``, through a real server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -19,35 +18,17 @@ import ale_py
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.envs.atari import AtariEnvironment, atari_server
+from openenv_gym.envs.atari import AtariEnvironment
 from openenv_gym.envs.atari.options import ATARI_OPTIONS
 from openenv_gym.envs.atari.preprocessing import Preprocessing
 from openenv_gym.errors import EnvConfigError
 from openenv_gym.server import ServerThread
+from tests.envs.conftest import actions
 
 gym.register_envs(ale_py)
 
 #: The settings of the equality runs: no random no-ops, no sticky actions.
 DETERMINISTIC: dict[str, Any] = {"noop_max": 0, "repeat_action_probability": 0.0}
-
-
-def actions(n: int, count: int, seed: int = 0) -> list[int]:
-    return [int(a) for a in np.random.default_rng(seed).integers(n, size=count)]
-
-
-@pytest.fixture
-def served() -> Iterator[Any]:
-    """Start a server with the given options; stop every one at teardown."""
-    threads: list[ServerThread] = []
-
-    def start(game: str, **options: Any) -> str:
-        thread = ServerThread(atari_server(game, **options))
-        threads.append(thread)
-        return thread.__enter__().url
-
-    yield start
-    for thread in threads:
-        thread.__exit__(None, None, None)
 
 
 def test_no_option_keeps_raw_ale_v5() -> None:

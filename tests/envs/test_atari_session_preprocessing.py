@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +20,7 @@ pytest.importorskip("cv2")
 from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.envs.atari import AtariEnvironment, atari_server
+from openenv_gym.envs.atari import AtariEnvironment
 from openenv_gym.envs.atari.models import PREPROCESSING_RESET_KEY, X_SESSION_PREPROCESSING
 from openenv_gym.envs.atari.preprocessing import PREPROCESSING_NAMES
 from openenv_gym.errors import (
@@ -30,32 +29,13 @@ from openenv_gym.errors import (
     ServerMismatchError,
     ServerReplyError,
 )
-from openenv_gym.server import ServerThread
 from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, parse_batch_result
 from openenv_gym.wire.shared_memory import SHM_DIR
+from tests.envs.conftest import actions
 
 #: What the preprocessed sessions ask for (SB3's AtariWrapper, no random no-ops).
 OPTIONS: dict[str, Any] = {"stack_num": 4, "episodic_life": True, "reward_clip": True}
 DETERMINISTIC: dict[str, Any] = {"noop_max": 0, "repeat_action_probability": 0.0}
-
-
-def actions(n: int, count: int, seed: int = 0) -> list[int]:
-    return [int(a) for a in np.random.default_rng(seed).integers(n, size=count)]
-
-
-@pytest.fixture
-def served() -> Iterator[Any]:
-    """Start Atari servers with the given options; stop every one at teardown."""
-    threads: list[ServerThread] = []
-
-    def start(game: str, **options: Any) -> str:
-        thread = ServerThread(atari_server(game, **options))
-        threads.append(thread)
-        return thread.__enter__().url
-
-    yield start
-    for thread in threads:
-        thread.__exit__(None, None, None)
 
 
 def ws_url(url: str) -> str:
