@@ -51,8 +51,8 @@ def linear_schedule(initial: float) -> Callable[[float], float]:
 def remote_pong(n_envs: int, seed: int, base_url: str | None) -> VecEnv:
     """``n_envs`` preprocessed Pong sessions as one batched SB3 ``VecEnv``."""
     kwargs: dict[str, Any] = {"game": "pong", **ATARI_WRAPPER_OPTIONS}
-    if base_url is not None:  # a server started with the same options (--stack-num 4 ...)
-        kwargs = {"base_url": base_url}
+    if base_url is not None:  # ours takes the options per session, even a raw one
+        kwargs["base_url"] = base_url
     return make_vec_env(REMOTE_ID, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
 
 
@@ -82,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few hundred steps, smoke test")
     parser.add_argument("--local", action="store_true", help="local ale-py instead of a server")
     parser.add_argument("--subproc", action="store_true", help="with --local: SubprocVecEnv")
-    parser.add_argument("--base-url", default=None, help="a running, preprocessing atari server")
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        help="a running Atari server playing Pong: ours (`openenv-gym serve atari`, raw is "
+        "fine: each session asks for the options), or another started with them",
+    )
     parser.add_argument("--timesteps", type=int, default=None, help="default 100000 (quick: 256)")
     parser.add_argument("--n-envs", type=int, default=None, help="default 8 (quick: 2)")
     parser.add_argument("--seed", type=int, default=0)
