@@ -24,7 +24,7 @@ import pytest
 from tests.slow_tests import is_slow
 
 #: Modules whose import needs Ray.
-_NEEDS_RAY = ["openenv_gym/multiagent/rllib.py"]
+_NEEDS_RAY = ["openenv_gym/multiagent/rllib.py", "openenv_gym/integrations/rllib_images.py"]
 collect_ignore = [] if importlib.util.find_spec("ray") else _NEEDS_RAY
 
 

@@ -14,8 +14,10 @@ Two ways to hand an ``openenv/...`` id to RLlib:
   choice; RLlib then calls it with ``num_envs`` for the vector env.
 
 ``env_config`` holds :class:`~openenv_gym.vector.OpenEnvVectorEnv` options: ``base_url`` (one
-URL or a list), ``reconnect``, timeouts, ... Without ``base_url`` each env runner starts its
-own embedded server.
+URL or a list), ``reconnect``, timeouts, and the env's own options (Atari preprocessing:
+``stack_num``, ``episodic_life``, ...). Without ``base_url`` each env runner starts its own
+embedded server. Atari frames reach RLlib's CNN as ``float32``, channels last
+(:mod:`openenv_gym.integrations.rllib_images`).
 
 Example:
     >>> from ray.rllib.algorithms.ppo import PPOConfig  # doctest: +SKIP
@@ -35,6 +37,8 @@ from openenv_gym.vector import OpenEnvVectorEnv
 
 #: The prefix that makes Gymnasium import this package before looking an id up.
 ID_PREFIX: Final = "openenv_gym:"
+#: The ids whose frames get :mod:`~openenv_gym.integrations.rllib_images`'s connector.
+ATARI_ID_PREFIX: Final = "openenv/Atari"
 ConfigT = TypeVar("ConfigT")
 
 
@@ -49,6 +53,7 @@ def openenv_config(
     *,
     env_config: Mapping[str, Any] | None = None,
     num_envs_per_env_runner: int | None = None,
+    image_observations: bool | None = None,
 ) -> ConfigT:
     """Point an RLlib ``AlgorithmConfig`` at ``env_id``, stepped natively.
 
@@ -57,12 +62,24 @@ def openenv_config(
         env_id: A registered ``openenv/...`` id.
         env_config: :class:`OpenEnvVectorEnv` options (``base_url``, ...).
         num_envs_per_env_runner: Sessions per env runner (RLlib's default when ``None``).
+        image_observations: Set ``env_to_module_connector`` to
+            :func:`~openenv_gym.integrations.rllib_images.image_connector`, which hands
+            ``uint8`` frames to RLlib's CNN as ``float32`` in ``[0, 1]``, channels last
+            (RLlib refuses byte input; envpool-style preprocessed frames are channel
+            first). ``None``: for the ``openenv/Atari-*`` ids. A connector of your own
+            replaces it: put ``ImageObservations()`` first in yours.
     """
     configured: Any = config
     configured = configured.environment(rllib_env_id(env_id), env_config=dict(env_config or {}))
     runner_options: dict[str, Any] = {"gym_env_vectorize_mode": "vector_entry_point"}
     if num_envs_per_env_runner is not None:
         runner_options["num_envs_per_env_runner"] = num_envs_per_env_runner
+    if image_observations is None:
+        image_observations = env_id.removeprefix(ID_PREFIX).startswith(ATARI_ID_PREFIX)
+    if image_observations:
+        with optional_imports("openenv_gym.integrations.rllib.openenv_config"):
+            from openenv_gym.integrations.rllib_images import image_connector
+        runner_options["env_to_module_connector"] = image_connector
     result: ConfigT = configured.env_runners(**runner_options)
     return result
 
@@ -95,4 +112,11 @@ def register_env(env_id: str, name: str | None = None) -> str:
     return registered
 
 
-__all__ = ["ID_PREFIX", "env_creator", "openenv_config", "register_env", "rllib_env_id"]
+__all__ = [
+    "ATARI_ID_PREFIX",
+    "ID_PREFIX",
+    "env_creator",
+    "openenv_config",
+    "register_env",
+    "rllib_env_id",
+]

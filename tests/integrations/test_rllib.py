@@ -86,3 +86,61 @@ def test_ppo_trains_through_tune_register_env(ray_local: None, cartpole_url: str
         assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 128
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+def test_image_observations_give_rllib_float_frames_channels_last() -> None:
+    import numpy as np
+
+    from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
+    from openenv_gym.integrations.rllib_images import ImageObservations
+
+    envs = gym.make_vec("openenv/Atari-v0", num_envs=2, game="pong", **ATARI_WRAPPER_OPTIONS)
+    try:
+        frames, _ = envs.reset(seed=0)
+        piece = ImageObservations()
+        space = piece.recompute_output_observation_space(
+            envs.single_observation_space, envs.single_action_space
+        )
+        assert space == gym.spaces.Box(0.0, 1.0, (84, 84, 4), np.float32)
+        seen = piece.preprocess(frames[1], None)
+        assert seen.dtype == np.float32
+        assert space.contains(seen)
+        np.testing.assert_allclose(seen * 255, np.moveaxis(frames[1], 0, -1), atol=1e-3)
+        assert seen.std() > 0  # a real screen, not a blank one
+    finally:
+        envs.close()
+    raw = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)  # ALE v5 frames: already HWC
+    assert piece.recompute_output_observation_space(raw, gym.spaces.Discrete(6)).shape == (
+        210,
+        160,
+        3,
+    )
+    cartpole = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    assert piece.recompute_output_observation_space(cartpole, gym.spaces.Discrete(2)) is cartpole
+    batch = {"obs": "untouched"}
+    assert piece(rl_module=None, batch=batch, episodes=[]) is batch  # no image: no work
+
+
+@pytest.mark.slow
+def test_ppo_trains_on_server_preprocessed_atari(ray_local: None) -> None:
+    import numpy as np
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
+
+    env_config = {"game": "pong", **ATARI_WRAPPER_OPTIONS}
+    config = openenv_config(PPOConfig(), "openenv/Atari-v0", env_config=env_config)
+    algo = _small_ppo(config).build_algo()
+    try:
+        env = algo.env_runner.env.unwrapped
+        assert isinstance(env, OpenEnvVectorEnv)
+        assert env.batched
+        assert env.single_observation_space.shape == (4, 84, 84)  # preprocessed on the server
+        module = algo.get_module()
+        assert module.observation_space == gym.spaces.Box(0.0, 1.0, (84, 84, 4), np.float32)
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 128
+        assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
+    finally:
+        algo.stop()
