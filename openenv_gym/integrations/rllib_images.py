@@ -31,9 +31,13 @@ from typing import Any, Final
 
 import gymnasium as gym
 import numpy as np
-from ray.rllib.connectors.env_to_module.observation_preprocessor import (
-    SingleAgentObservationPreprocessor,
-)
+
+from openenv_gym.extras import optional_imports
+
+with optional_imports("openenv_gym.integrations.rllib_images"):
+    from ray.rllib.connectors.env_to_module.observation_preprocessor import (
+        SingleAgentObservationPreprocessor,
+    )
 
 #: A rank-3 image whose first axis is at most this long, and shorter than the other two, is
 #: channel first (a stack of up to 16 frames, or 3 colour channels of up to 5 frames).
