@@ -19,6 +19,13 @@ from openenv_gym.providers.ready_line import READY_PREFIX
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads ``$OPENENV_TOKEN``: a token set where the tests run must not reach
+    the servers and checks they start."""
+    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
+
+
 class ServeProcess:
     """``python -m openenv_gym.cli serve ...`` with its stdout lines collected in a queue."""
 

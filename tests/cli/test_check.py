@@ -19,11 +19,6 @@ from tests.conftest import RawWebSocketServer, free_port
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 @pytest.fixture(scope="module")
 def token_url() -> Iterator[str]:
     with ServerThread(gymnasium_server("Acrobot-v1", token="tok")) as running:

@@ -11,11 +11,6 @@ from tests.official_peer import serve_official_app
 from tests.third_party_servers.fastapi_apps import walk_app
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 def test_websocket_server_form(cartpole_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", cartpole_url]) == 0
     forms = [line for line in capsys.readouterr().out.splitlines() if line.startswith("form: ")]

@@ -15,11 +15,6 @@ from tests.third_party_servers.shipped import any_action_app
 MODELS = "tests.third_party_servers.walk_models"
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 def test_check_agrees_with_gym_make_given_the_action_model(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

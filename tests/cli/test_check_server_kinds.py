@@ -16,11 +16,6 @@ from tests.official_peer import serve_official_app
 from tests.third_party_servers.fastapi_apps import walk_app
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 def _both_reports(
     server: AbstractContextManager[str], capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str, int, dict[str, Any]]:

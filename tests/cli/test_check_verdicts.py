@@ -30,11 +30,6 @@ from tests.official_peer import serve_official_app
 from tests.official_shapes import ENVIRONMENTS
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 @contextmanager
 def _serve(app: FastAPI, routes: dict[str, Callable[[], Any] | None]) -> Iterator[str]:
     """Serve ``app`` with each path of ``routes`` removed, then given the route (if any)."""

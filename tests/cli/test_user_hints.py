@@ -16,11 +16,6 @@ from openenv_gym.errors import EnvConfigError, ServerConnectionError
 from openenv_gym.server import ServerThread
 
 
-@pytest.fixture(autouse=True)
-def _no_token_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
-
-
 def test_check_without_a_scheme_names_the_command_to_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
