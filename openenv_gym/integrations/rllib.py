@@ -76,9 +76,9 @@ def openenv_config(
         runner_options["num_envs_per_env_runner"] = num_envs_per_env_runner
     if image_observations is None:
         image_observations = env_id.removeprefix(ID_PREFIX).startswith(ATARI_ID_PREFIX)
-    if image_observations:
-        with optional_imports("openenv_gym.integrations.rllib.openenv_config"):
-            from openenv_gym.integrations.rllib_images import image_connector
+    if image_observations:  # (without Ray the import raises MissingExtraError)
+        from openenv_gym.integrations.rllib_images import image_connector
+
         runner_options["env_to_module_connector"] = image_connector
     result: ConfigT = configured.env_runners(**runner_options)
     return result

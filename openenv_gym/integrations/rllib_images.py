@@ -89,7 +89,7 @@ class ImageObservations(SingleAgentObservationPreprocessor):
 
     def preprocess(self, observation: Any, episode: Any) -> Any:
         """One observation, converted (or as it came, for a space that is no image)."""
-        layout = self._layout if self._layout is not None else _layout_of(observation)
+        layout = self._layout
         if layout is None:
             return observation
         image = np.asarray(observation)
@@ -104,13 +104,6 @@ class ImageObservations(SingleAgentObservationPreprocessor):
         if self._layout is None:
             return kwargs["batch"]
         return super().__call__(**kwargs)
-
-
-def _layout_of(observation: Any) -> str | None:
-    """The layout of a lone observation (before the piece was given its spaces)."""
-    if not isinstance(observation, np.ndarray) or observation.dtype != np.uint8:
-        return None
-    return image_layout(gym.spaces.Box(0, 255, observation.shape, np.uint8))
 
 
 def image_connector(env: Any = None, spaces: Any = None, device: Any = None) -> ImageObservations:
