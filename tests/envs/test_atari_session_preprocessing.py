@@ -164,12 +164,17 @@ def test_one_raw_server_serves_raw_and_preprocessed_envs_at_once(served: Any) ->
         ("breakout", {"episodic_life": True, "reward_clip": True, "stack_num": 2}, 600),
     ],
 )
+@pytest.mark.parametrize(
+    "base",
+    [{}, {"stack_num": 3, "noop_max": 0}],
+    ids=["raw-server", "server-preprocessing-otherwise"],  # the second reuses its emulator
+)
 def test_session_frames_equal_a_server_started_with_the_flags(
-    served: Any, game: str, options: dict[str, Any], steps: int
+    served: Any, game: str, options: dict[str, Any], steps: int, base: dict[str, Any]
 ) -> None:
-    raw_url = served(game, repeat_action_probability=0.0)
+    shared_url = served(game, repeat_action_probability=0.0, **base)
     flagged_url = served(game, **options, **DETERMINISTIC)
-    ours = gym.make("openenv/Atari-v0", base_url=raw_url, game=game, **options, **DETERMINISTIC)
+    ours = gym.make("openenv/Atari-v0", base_url=shared_url, game=game, **options, **DETERMINISTIC)
     theirs = gym.make(
         "openenv/Atari-v0", base_url=flagged_url, game=game, **options, **DETERMINISTIC
     )

@@ -274,9 +274,10 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
                 "Open a new env for other options: gym.make('openenv/Atari-v0', "
                 "base_url=..., <the options>)"
             )
-        emulator = self._emulator("rgb", 1)
-        self._env.close()
-        self._env = emulator
+        if self._pipeline is None:  # raw frames so far: the pipeline needs RGB, no skipping
+            emulator = self._emulator("rgb", 1)
+            self._env.close()
+            self._env = emulator
         self._use(settings)
         self._chosen = True
 
