@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,9 @@ def served() -> Iterator[Any]:
     from openenv_gym.envs.atari import atari_server
     from openenv_gym.server import ServerThread
 
-    threads: list[ServerThread] = []
+    with ExitStack() as servers:
 
-    def start(game: str, **options: Any) -> str:
-        thread = ServerThread(atari_server(game, **options))
-        threads.append(thread)
-        return thread.__enter__().url
+        def start(game: str, **options: Any) -> str:
+            return servers.enter_context(ServerThread(atari_server(game, **options))).url
 
-    yield start
-    for thread in threads:
-        thread.__exit__(None, None, None)
+        yield start
