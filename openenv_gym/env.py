@@ -49,6 +49,7 @@ from openenv_gym.client import (
     DEFAULT_REPLY_TIMEOUT,
     ConnectOptions,
     Session,
+    SyncSession,
     get_json,
     open_session,
     resolve_token,
@@ -274,7 +275,10 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def _open_session(self) -> Session:
         if self._session is None:
-            self._session = open_session(self.base_url, self._connect_options)
+            sockets = self._provider.unix_sockets  # an embedded server's: no TCP per message
+            self._session = open_session(
+                self.base_url, self._connect_options, unix_path=sockets[0] if sockets else None
+            )
             self.form = self._session.form
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
@@ -458,6 +462,16 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     def reset_kwargs(self) -> dict[str, Any]:
         """The extra keys sent with every reset."""
         return dict(self._reset_kwargs)
+
+    @property
+    def unix_path(self) -> str | None:
+        """The Unix socket the session goes through (the embedded server's, see
+        ``unix_socket=`` of :class:`~openenv_gym.providers.ServerSpec`), or ``None``: TCP,
+        or no session open."""
+        session = self._session
+        if self._closed or not isinstance(session, SyncSession):
+            return None
+        return session.unix_path
 
     @property
     def connect_options(self) -> ConnectOptions:

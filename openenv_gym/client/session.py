@@ -38,9 +38,11 @@ logger = logging.getLogger(__name__)
 Session: TypeAlias = SyncSession | HttpSession
 
 
-def open_session(base_url: str, options: ConnectOptions | None = None) -> Session:
+def open_session(
+    base_url: str, options: ConnectOptions | None = None, *, unix_path: str | None = None
+) -> Session:
     """A session to ``base_url``: WebSocket where ``/ws`` exists, else HTTP (see the module
-    docstring).
+    docstring); ``unix_path``: its WebSocket goes through that Unix socket of the server.
 
     Raises:
         AuthenticationError: The server refused the token (or asks for one).
@@ -53,7 +55,7 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
     if options.form == HttpSession.form:  # its /ws is known not to speak OpenEnv
         return HttpSession(base_url, options)
     try:
-        return SyncSession.connect(base_url, options)
+        return SyncSession.connect(base_url, options, unix_path=unix_path)
     except NoWebSocketEndpointError as refused:
         token = resolve_token(options.token)
         status, body = health(base_url, timeout=options.connect_timeout, token=token)

@@ -73,7 +73,7 @@ class SubEnvServers:
     def unix_sockets(self, url: str) -> list[str]:
         """The Unix sockets of a server started here (empty for any other server)."""
         provider = self._providers.get(url)
-        return list(getattr(provider, "unix_sockets", None) or [])
+        return [] if provider is None else provider.unix_sockets
 
     def start_more(self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int) -> None:
         """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
