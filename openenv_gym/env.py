@@ -55,6 +55,7 @@ from openenv_gym.client import (
     resolve_token,
     with_server_shape,
 )
+from openenv_gym.client.local_sockets import local_unix_socket
 from openenv_gym.env_mapping import (
     SpaceMapper,
     episode_flags,
@@ -275,10 +276,14 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def _open_session(self) -> Session:
         if self._session is None:
-            sockets = self._provider.unix_sockets  # an embedded server's: no TCP per message
-            self._session = open_session(
-                self.base_url, self._connect_options, unix_path=sockets[0] if sockets else None
+            options = self._connect_options
+            unix_path = local_unix_socket(  # a same-host server's: no TCP per message
+                self.base_url,
+                self._provider.unix_sockets,
+                timeout=options.connect_timeout,
+                token=self._token,
             )
+            self._session = open_session(self.base_url, options, unix_path=unix_path)
             self.form = self._session.form
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
@@ -465,9 +470,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     @property
     def unix_path(self) -> str | None:
-        """The Unix socket the session goes through (the embedded server's, see
-        ``unix_socket=`` of :class:`~openenv_gym.providers.ServerSpec`), or ``None``: TCP,
-        or no session open."""
+        """The Unix socket the session goes through (a same-host server's: see
+        :mod:`openenv_gym.client.local_sockets`), or ``None``: TCP, or no session open."""
         session = self._session
         if self._closed or not isinstance(session, SyncSession):
             return None

@@ -30,6 +30,7 @@ from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     NotAnOpenEnvServerError,
     NoWebSocketEndpointError,
+    ServerConnectionError,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ def open_session(
     base_url: str, options: ConnectOptions | None = None, *, unix_path: str | None = None
 ) -> Session:
     """A session to ``base_url``: WebSocket where ``/ws`` exists, else HTTP (see the module
-    docstring); ``unix_path``: its WebSocket goes through that Unix socket of the server.
+    docstring); ``unix_path``: its WebSocket goes through that Unix socket of the server
+    (:mod:`~openenv_gym.client.local_sockets`), or over TCP when it cannot be reached.
 
     Raises:
         AuthenticationError: The server refused the token (or asks for one).
@@ -55,7 +57,14 @@ def open_session(
     if options.form == HttpSession.form:  # its /ws is known not to speak OpenEnv
         return HttpSession(base_url, options)
     try:
-        return SyncSession.connect(base_url, options, unix_path=unix_path)
+        if unix_path is not None:
+            try:
+                return SyncSession.connect(base_url, options, unix_path=unix_path)
+            except ServerConnectionError as exc:
+                if type(exc) is not ServerConnectionError:  # refused, not unreachable
+                    raise
+                logger.debug("%s unreachable (%s): over TCP", unix_path, exc)
+        return SyncSession.connect(base_url, options)
     except NoWebSocketEndpointError as refused:
         token = resolve_token(options.token)
         status, body = health(base_url, timeout=options.connect_timeout, token=token)
