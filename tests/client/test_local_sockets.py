@@ -40,7 +40,8 @@ def test_health_lists_one_socket_per_worker_and_envs_go_through_them(
     assert url is not None
     listed = httpx.get(url + "/health").json()["unix_sockets"]
     assert listed == two_workers.unix_sockets
-    assert len(listed) == 2 and all(is_unix_socket(path) for path in listed)
+    assert len(listed) == 2
+    assert all(is_unix_socket(path) for path in listed)
     with gym.make("openenv/CartPole-v1", base_url=url) as env:
         assert env.unwrapped.unix_path in listed
         env.reset(seed=0)
