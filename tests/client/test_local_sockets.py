@@ -26,6 +26,14 @@ from openenv_gym.providers import LocalServerProcess
 CARTPOLE = ["gymnasium", "--env-id", "CartPole-v1"]
 
 
+def assert_steps_over_tcp(url: str) -> None:
+    """A single env on ``url`` opens its session over TCP, and steps."""
+    with gym.make("openenv/CartPole-v1", base_url=url) as env:
+        assert env.unwrapped.unix_path is None
+        env.reset(seed=0)
+        assert env.step(0)[1] == 1.0
+
+
 @pytest.fixture(scope="module")
 def two_workers() -> Iterator[LocalServerProcess]:
     """Our CartPole server with two workers and the default ``--unix-socket auto``."""
@@ -62,10 +70,7 @@ def test_unix_socket_off_lists_none_and_sessions_stay_on_tcp() -> None:
         assert url is not None
         assert httpx.get(url + "/health").json() == {"status": "healthy"}  # as the official
         assert server.unix_sockets == []
-        with gym.make("openenv/CartPole-v1", base_url=url) as env:
-            assert env.unwrapped.unix_path is None
-            env.reset(seed=0)
-            assert env.step(1)[1] == 1.0
+        assert_steps_over_tcp(url)
 
 
 def test_a_listed_socket_not_visible_here_leaves_the_session_on_tcp() -> None:
@@ -77,10 +82,7 @@ def test_a_listed_socket_not_visible_here_leaves_the_session_on_tcp() -> None:
         os.unlink(path)
         assert advertised_unix_sockets(url) == [path]
         assert local_unix_socket(url) is None
-        with gym.make("openenv/CartPole-v1", base_url=url) as env:
-            assert env.unwrapped.unix_path is None
-            env.reset(seed=0)
-            assert env.step(0)[1] == 1.0
+        assert_steps_over_tcp(url)
         envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, base_url=url)
         try:
             assert [c.unix_path for c in envs.unwrapped.connections] == [None]
@@ -99,10 +101,7 @@ def test_a_stale_socket_file_falls_back_to_tcp() -> None:
             stale.bind(path)
         try:
             assert local_unix_socket(url) == path  # it looks reachable ...
-            with gym.make("openenv/CartPole-v1", base_url=url) as env:
-                assert env.unwrapped.unix_path is None  # ... the connect is refused: TCP
-                env.reset(seed=0)
-                assert env.step(0)[1] == 1.0
+            assert_steps_over_tcp(url)  # ... the connect is refused: TCP
         finally:
             os.unlink(path)
 
