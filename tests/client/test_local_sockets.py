@@ -73,37 +73,41 @@ def test_unix_socket_off_lists_none_and_sessions_stay_on_tcp() -> None:
         assert_steps_over_tcp(url)
 
 
-def test_a_listed_socket_not_visible_here_leaves_the_session_on_tcp() -> None:
-    # As a server in a container or behind an emulated link: its path is not on this side.
+@pytest.fixture
+def socket_gone() -> Iterator[tuple[str, str]]:
+    """A server whose listed Unix socket is not on this side (as a server in a container,
+    or behind an emulated link): its URL and the path it lists."""
     with LocalServerProcess(CARTPOLE) as server:
-        url = server.base_url
-        assert url is not None
+        assert server.base_url is not None
         (path,) = server.unix_sockets
         os.unlink(path)
-        assert advertised_unix_sockets(url) == [path]
-        assert local_unix_socket(url) is None
-        assert_steps_over_tcp(url)
-        envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, base_url=url)
-        try:
-            assert [c.unix_path for c in envs.unwrapped.connections] == [None]
-            envs.reset(seed=0)
-        finally:
-            envs.close()
+        yield server.base_url, path
 
 
-def test_a_stale_socket_file_falls_back_to_tcp() -> None:
-    with LocalServerProcess(CARTPOLE) as server:
-        url = server.base_url
-        assert url is not None
-        (path,) = server.unix_sockets
+def test_a_listed_socket_not_visible_here_leaves_the_session_on_tcp(
+    socket_gone: tuple[str, str],
+) -> None:
+    url, path = socket_gone
+    assert advertised_unix_sockets(url) == [path]
+    assert local_unix_socket(url) is None
+    assert_steps_over_tcp(url)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, base_url=url)
+    try:
+        assert [c.unix_path for c in envs.unwrapped.connections] == [None]
+        envs.reset(seed=0)
+    finally:
+        envs.close()
+
+
+def test_a_stale_socket_file_falls_back_to_tcp(socket_gone: tuple[str, str]) -> None:
+    url, path = socket_gone
+    with socket.socket(socket.AF_UNIX) as stale:  # bound, never listening: refused
+        stale.bind(path)
+    try:
+        assert local_unix_socket(url) == path  # it looks reachable ...
+        assert_steps_over_tcp(url)  # ... the connect is refused: TCP
+    finally:
         os.unlink(path)
-        with socket.socket(socket.AF_UNIX) as stale:  # bound, never listening: refused
-            stale.bind(path)
-        try:
-            assert local_unix_socket(url) == path  # it looks reachable ...
-            assert_steps_over_tcp(url)  # ... the connect is refused: TCP
-        finally:
-            os.unlink(path)
 
 
 def test_the_token_is_checked_on_the_unix_socket_too() -> None:
