@@ -148,9 +148,15 @@ class LocalServerProcess(ServerProvider):
             "--port",
             "0",
             "--exit-with-parent",
-            "--unix-socket",
-            "auto" if self._unix_socket else "off",
+            *self._unix_socket_args(),
         ]
+
+    def _unix_socket_args(self) -> list[str]:
+        """``--unix-socket auto`` (``off`` with ``unix_socket=False``), unless the serve
+        arguments choose the sockets themselves."""
+        if any(a == "--unix-socket" or a.startswith("--unix-socket=") for a in self.serve_args):
+            return []
+        return ["--unix-socket", "auto" if self._unix_socket else "off"]
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines the server printed."""

@@ -135,7 +135,6 @@ SCRIPT = textwrap.dedent(
     import os, signal, sys, uuid
     from openenv_gym import OpenEnvEnv
     from openenv_gym.providers import LocalServerProcess
-from openenv_gym.providers.base import GivenServer
     provider = LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"],
                                   env={"OPENENV_GYM_TEST_MARK": sys.argv[1]})
     env = OpenEnvEnv(provider=provider)

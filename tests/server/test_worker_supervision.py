@@ -36,8 +36,9 @@ def _capacity(served: ServedProcess) -> dict[str, int]:
 
 @pytest.fixture
 def served(serve_process: Callable[..., ServedProcess]) -> ServedProcess:
-    """``openenv-gym serve gymnasium --workers 2`` as a child, its stderr collected."""
-    return serve_process("--workers", "2")
+    """``openenv-gym serve gymnasium --workers 2`` as a child, its stderr collected (TCP only:
+    the test finds the worker holding the session among the TCP connections)."""
+    return serve_process("--workers", "2", "--unix-socket", "off")
 
 
 def test_a_killed_worker_is_logged_and_restarted(served: ServedProcess) -> None:
