@@ -172,6 +172,8 @@ def _joined(parts: list[Sequence[Any]]) -> Sequence[Any]:
     are arrays of one dtype, so the merged column's dtype is the one it would have been)."""
     if len(parts) == 1:
         return parts[0]
+    if len(parts) == 2 and type(parts[0]) is list and type(parts[1]) is list:
+        return parts[0] + parts[1]  # a vector env on one server of two workers
     if all(type(part) is list for part in parts):
         return list(chain.from_iterable(parts))
     arrays = [np.asarray(part) for part in parts if isinstance(part, np.ndarray)]
