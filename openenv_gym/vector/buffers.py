@@ -186,16 +186,6 @@ class BatchBuffers:
                 ended[i] = self.row_info(result, k) if noisy else {}
             elif noisy:
                 rows.append((k, i))
-        return self._merge_rows(infos, result, rows, deferred)
-
-    def _merge_rows(
-        self,
-        infos: dict[str, Any],
-        result: BatchResult,
-        rows: list[tuple[int, int]],
-        deferred: list[ResultRows] | None,
-    ) -> dict[str, Any]:
-        """``infos`` with the infos of ``rows`` merged, or left in ``deferred``."""
         if deferred is not None:
             deferred.append((result, rows))
             return infos
@@ -223,32 +213,14 @@ class BatchBuffers:
         count = len(indices)
         rows = _index(indices)
         reward = result.reward
-        if None in reward:
-            reward = [0.0 if r is None else r for r in reward]
-        resetting = was_resetting is not None and not was_resetting.isdisjoint(indices)
-        if (
-            truncated_column is None
-            and terminated_column is None
-            and not resetting
-            and self.max_episode_steps is None
-        ):  # the usual step: the flags are the done column (booleans: parse checked them)
-            done_column = result.done
-            self.rewards[rows] = reward
-            self.elapsed[rows] += 1
-            self.terminations[rows] = done_column
-            self.truncations[rows] = False
-            if True not in done_column:
-                return []
-            self._ended_now = True
-            return [i for i, done in zip(indices, done_column, strict=True) if done]
-        rewards = np.array(reward, dtype=np.float64)
+        rewards = np.array([0.0 if r is None else r for r in reward] if None in reward else reward)
         elapsed = self.elapsed[rows] + 1
         truncated = np.zeros(count, np.bool_) if truncated_column is None else truncated_column
         if terminated_column is not None:
             terminated = terminated_column
         else:
             terminated = np.array(result.done, dtype=np.bool_) & ~truncated
-        if resetting and was_resetting is not None:
+        if was_resetting is not None and not was_resetting.isdisjoint(indices):
             # NEXT_STEP resets: a new episode, reward 0, neither flag
             reset = np.fromiter((i in was_resetting for i in indices), np.bool_, count)
             rewards[reset] = 0.0
