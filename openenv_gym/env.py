@@ -17,13 +17,12 @@ Wire -> Gymnasium mapping:
 * ``info`` -> the observation's ``metadata``, the reply's top-level ``metadata`` and
   the observation fields left out of the space (e.g. variable-length ``legal_moves``).
 
-Where the schema leaves a shape open (``list[float]`` of unstated length,
-``dict[str, list[float]]``, an ``int`` action without bounds next to ``legal_actions``),
-the env resets once while it is built and takes the shapes from that observation (and an
-``action_spec`` from the state); see :mod:`openenv_gym.spaces.inference`.
-:attr:`OpenEnvEnv.inferred_spaces` lists them and :meth:`OpenEnvEnv.pinning_kwargs` gives the
-keyword arguments that fix them. Fields no space fits are reported in ONE
-:class:`~openenv_gym.errors.SpaceMappingError`, with the ``gym.make`` call to paste.
+Open shapes (``list[float]`` of unstated length, ``dict[str, list[float]]``, an unbounded
+``int`` action beside ``legal_actions``) come from one reset while the env is built (and an
+``action_spec`` from the state; :mod:`openenv_gym.spaces.inference`): see
+:attr:`OpenEnvEnv.inferred_spaces` and :meth:`OpenEnvEnv.pinning_kwargs`. Fields no space
+fits are reported in ONE :class:`~openenv_gym.errors.SpaceMappingError`, with the call to paste.
+A same-host server is reached through its Unix socket (:attr:`OpenEnvEnv.unix_path`).
 
 Example:
     >>> import gymnasium as gym
@@ -107,8 +106,8 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"``. Leave it ``None`` and pass
             ``provider`` to have a server started (and stopped on :meth:`close`).
-        provider: Starts the server (e.g. :class:`~openenv_gym.providers.LocalServerProcess`).
-            The env owns it: :meth:`close` stops it.
+        provider: Starts the server (e.g. :class:`~openenv_gym.providers.LocalServerProcess`),
+            which :meth:`close` stops; a same-host one is reached through its Unix socket.
         action_model: The server's action class (Pydantic or a dataclass: the env's own
             ``models.py``); used whatever the server serves. Without it the action comes
             from ``GET /schema``, else ``GET /openapi.json`` (:attr:`space_sources`).
@@ -128,27 +127,21 @@ class OpenEnvEnv(gym.Env[Any, Any]):
         reset_kwargs: Extra keys sent with every reset (``options`` are merged over them).
         connect_timeout: Seconds to open the connection.
         reply_timeout: Seconds to wait for each reply.
-        busy_poll: Seconds to wait for a reply awake (spinning, yielding the core to any
-            other runnable process) before sleeping: on virtual machines it saves the
-            wake-up cost of a fast reply; it pauses by itself for slow replies
-            (:mod:`openenv_gym.busy_poll`). ``0`` sleeps at once.
+        busy_poll: Seconds to wait for a reply awake (spinning, yielding the core) before
+            sleeping: it saves a VM's wake-up cost of a fast reply, and pauses by itself
+            where it does not pay (:mod:`openenv_gym.busy_poll`). ``0`` sleeps at once.
         max_message_size: Largest reply frame accepted, in bytes.
         headers: Extra HTTP headers for the WebSocket handshake.
-        token: A bearer token for servers that require one (``--token``); default: the
-            ``OPENENV_TOKEN`` environment variable. A wrong or missing one raises
-            :class:`~openenv_gym.errors.AuthenticationError`.
-        render_mode: ``None`` or ``"rgb_array"``: the image of the observation (a ``uint8``
-            Box of shape ``(H, W, 3)``), else a frame the server renders (our gymnasium
-            servers). ``metadata["render_modes"]`` says which this env has.
-        encoding: ``"auto"`` (raw-byte observation arrays when the server supports the
-            ``openenv-gym.binary.v1`` subprotocol, JSON otherwise), ``"json"``, or
-            ``"binary"`` (required; :class:`~openenv_gym.errors.BinaryEncodingRefusedError`
-            if the server refuses it).
-        compression: ``"auto"`` (the session measures, step by step, whether packed or
-            raw observation frames cost less, whatever the server's address; so do a vector
-            env's batch connections), ``"zstd"`` (always packed where they shrink) or
-            ``"off"`` (:mod:`openenv_gym.wire.compressed`).
-            Only our servers agree to it; official servers are unaffected.
+        token: A bearer token for servers that require one (``--token``; default:
+            ``$OPENENV_TOKEN``); a wrong or missing one: ``AuthenticationError``.
+        render_mode: ``None`` or ``"rgb_array"``: the observation's ``uint8`` ``(H, W, 3)``
+            image, else a frame the server renders (``metadata["render_modes"]``).
+        encoding: ``"auto"`` (raw-byte observation arrays where the server agrees to
+            ``openenv-gym.binary.v1``, else JSON), ``"json"``, or ``"binary"`` (required:
+            :class:`~openenv_gym.errors.BinaryEncodingRefusedError` if refused).
+        compression: ``"auto"`` (packed or raw observation frames, whichever measures
+            cheaper step by step, whatever the server's address), ``"zstd"`` (packed where
+            they shrink) or ``"off"`` (:mod:`openenv_gym.wire.compressed`; our servers only).
         open_session: ``False`` builds the spaces (and starts the server) without keeping a
             session open; :class:`~openenv_gym.vector.OpenEnvVectorEnv` takes them with
             :meth:`detach`.
@@ -274,7 +267,9 @@ class OpenEnvEnv(gym.Env[Any, Any]):
 
     def _open_session(self) -> Session:
         if self._session is None:
-            self._session = open_session(self.base_url, self._connect_options)
+            self._session = open_session(
+                self.base_url, self._connect_options, unix_sockets=self._provider.unix_sockets
+            )
             self.form = self._session.form
             weakref.finalize(self, _close_session_soon, self._session)
         return self._session
@@ -458,6 +453,12 @@ class OpenEnvEnv(gym.Env[Any, Any]):
     def reset_kwargs(self) -> dict[str, Any]:
         """The extra keys sent with every reset."""
         return dict(self._reset_kwargs)
+
+    @property
+    def unix_path(self) -> str | None:
+        """The Unix socket the session goes through (a same-host server's: see
+        :mod:`openenv_gym.client.local_sockets`), or ``None``: TCP, or no session open."""
+        return None if self._closed or self._session is None else self._session.unix_path
 
     @property
     def connect_options(self) -> ConnectOptions:

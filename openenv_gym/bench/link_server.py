@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from openenv_gym.bench.link_proxy import Ceiling, LinkProxyProcess, measure_ceiling
@@ -43,10 +43,14 @@ _MOUNT_AND_EXEC: Final = (
 class PrivateShmServerProcess(LocalServerProcess):
     """:class:`~openenv_gym.providers.LocalServerProcess` with its own, empty ``/dev/shm``.
 
-    Takes the same arguments. :meth:`start` raises
+    Takes the same arguments, but serves on no Unix socket (``--unix-socket off``): a server
+    on another host has none a client here could reach. :meth:`start` raises
     :class:`~openenv_gym.errors.ServerStartError` when ``unshare`` is missing or the mount
     is not permitted (the message says so).
     """
+
+    def __init__(self, serve_args: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(serve_args, **{**kwargs, "unix_socket": False})
 
     @property
     def command(self) -> list[str]:

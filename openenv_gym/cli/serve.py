@@ -6,7 +6,7 @@ Usage::
     openenv-gym serve gymnasium --env-id ale_py:ALE/Pong-v5   # an id another package registers
     openenv-gym serve atari --game pong [--obs-type rgb] [--frameskip 4] ...
     openenv-gym serve chess [--opponent random] ...
-        [--host 127.0.0.1] [--port 8000] [--workers K] [--unix-socket PATH]
+        [--host 127.0.0.1] [--port 8000] [--workers K] [--unix-socket auto|off|PATH]
         [--max-sessions N] [--idle-timeout S] [--max-message-size BYTES] [--token TOKEN]
         [--handshake-timeout S] [--max-pending N] [--ping-interval S] [--ping-timeout S]
         [--busy-poll-us US] [--insecure] [--exit-with-parent] [--log-level LEVEL] [--debug]
@@ -155,10 +155,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--unix-socket",
-        default=None,
+        default="auto",
         metavar="PATH",
-        help="also serve sessions on this Unix socket (local clients skip TCP); with "
-        "--workers K, worker k listens on PATH.k; the READY line lists them",
+        help="also serve sessions on this Unix socket (same-host clients skip TCP); with "
+        "--workers K, worker k listens on PATH.k; the READY line and GET /health list them. "
+        "'auto' (default): a fresh one in /dev/shm (else the temp directory); 'off': none",
     )
     group.add_argument(
         "--idle-timeout",
@@ -338,12 +339,15 @@ def _serve(args: argparse.Namespace, target: ServerEnvSpec) -> int:
     gc.freeze()
     if args.exit_with_parent:
         _watch_stdin(server.request_stop)
-    sockets = [args.unix_socket] if args.unix_socket else []
+    from openenv_gym.server.unix_sockets import choose_unix_socket
+
+    unix_path = choose_unix_socket(args.unix_socket)
+    sockets = [unix_path] if unix_path else []
     server.run(
         args.host,
         args.port,
         on_ready=lambda host, port: _print_ready(host, port, sockets),
-        unix_path=args.unix_socket,
+        unix_path=unix_path,
     )
     return EXIT_OK
 
@@ -368,7 +372,9 @@ def _run_workers(args: argparse.Namespace, target: ServerEnvSpec) -> int:
     previous = [signal.signal(sig, lambda *_: stop.set()) for sig in stop_signals]
     if args.exit_with_parent:
         _watch_stdin(stop.set)
-    unix_path = args.unix_socket
+    from openenv_gym.server.unix_sockets import choose_unix_socket
+
+    unix_path = choose_unix_socket(args.unix_socket)
     sockets = [f"{unix_path}.{k}" for k in range(args.workers)] if unix_path else []
     try:
         run_workers(

@@ -85,6 +85,8 @@ class HttpSession:
 
     #: The form of the protocol this session speaks.
     form: ClassVar[str] = HTTP_FORM
+    #: The Unix socket it goes through: none (HTTP requests go over TCP).
+    unix_path: ClassVar[str | None] = None
     #: Observation arrays never come as raw bytes over HTTP.
     binary: ClassVar[bool] = False
     #: Sessions a server of this form holds.

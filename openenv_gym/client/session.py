@@ -20,16 +20,19 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TypeAlias
 
 from openenv_gym.client.http import auth_error, health, resolve_token
 from openenv_gym.client.http_session import HttpSession
+from openenv_gym.client.local_sockets import local_unix_socket
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.client.sync_session import SyncSession
 from openenv_gym.errors import (
     BinaryEncodingRefusedError,
     NotAnOpenEnvServerError,
     NoWebSocketEndpointError,
+    ServerConnectionError,
 )
 
 logger = logging.getLogger(__name__)
@@ -38,9 +41,13 @@ logger = logging.getLogger(__name__)
 Session: TypeAlias = SyncSession | HttpSession
 
 
-def open_session(base_url: str, options: ConnectOptions | None = None) -> Session:
+def open_session(
+    base_url: str, options: ConnectOptions | None = None, *, unix_sockets: Sequence[str] = ()
+) -> Session:
     """A session to ``base_url``: WebSocket where ``/ws`` exists, else HTTP (see the module
-    docstring).
+    docstring). The WebSocket of a same-host server goes through one of its Unix sockets
+    (``unix_sockets``, an embedded server's, else those its ``GET /health`` lists; see
+    :mod:`~openenv_gym.client.local_sockets`), and over TCP where none can be reached.
 
     Raises:
         AuthenticationError: The server refused the token (or asks for one).
@@ -52,7 +59,17 @@ def open_session(base_url: str, options: ConnectOptions | None = None) -> Sessio
     options = options or ConnectOptions()
     if options.form == HttpSession.form:  # its /ws is known not to speak OpenEnv
         return HttpSession(base_url, options)
+    unix_path = local_unix_socket(
+        base_url, unix_sockets, timeout=options.connect_timeout, token=options.token
+    )
     try:
+        if unix_path is not None:
+            try:
+                return SyncSession.connect(base_url, options, unix_path=unix_path)
+            except ServerConnectionError as exc:
+                if type(exc) is not ServerConnectionError:  # refused, not unreachable
+                    raise
+                logger.debug("%s unreachable (%s): over TCP", unix_path, exc)
         return SyncSession.connect(base_url, options)
     except NoWebSocketEndpointError as refused:
         token = resolve_token(options.token)

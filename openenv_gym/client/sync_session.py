@@ -102,19 +102,23 @@ class SyncSession:
         options: ConnectOptions = _DEFAULT_OPTIONS,
         *,
         subprotocols: Sequence[str] = (),
+        unix_path: str | None = None,
     ) -> SyncSession:
         """Open a session at ``{base_url}/ws`` as ``options`` say (the errors of
         :meth:`AsyncSession.open <openenv_gym.client.async_session.AsyncSession.open>`).
-        ``subprotocols`` are offered after those of ``options.encoding``."""
+        ``subprotocols`` are offered after those of ``options.encoding``; ``unix_path``: go
+        through that Unix socket of the same server (``openenv-gym serve --unix-socket``)."""
         choice = options.encoding_choice
         url = ws_url_or_raise(base_url)
-        if is_loopback_url(url) or not _needs_asyncio_proxy(url):
+        if unix_path is not None or is_loopback_url(url) or not _needs_asyncio_proxy(url):
             offered = choice.subprotocols(
                 compressed=compression_offer(options.compression, is_loopback_url(url)) is not None,
                 measured=measured_offer(options.compression),
                 extra=subprotocols,
             )
-            connection = BlockingConnection.open(url, options, subprotocols=offered)
+            connection = BlockingConnection.open(
+                url, options, subprotocols=offered, unix_path=unix_path
+            )
             try:
                 choice.check_agreed(connection.encoding, url)
             except BaseException:
@@ -133,6 +137,11 @@ class SyncSession:
     def closed(self) -> bool:
         """Whether the session is closed."""
         return self._transport.closed
+
+    @property
+    def unix_path(self) -> str | None:
+        """The Unix socket the session goes through (``None``: TCP)."""
+        return None if self._connection is None else self._connection.unix_path
 
     def request(self, message: dict[str, Any]) -> ObservationReply | StateReply:
         """Send one message and return the parsed reply (see :meth:`AsyncSession.request

@@ -38,6 +38,12 @@ class ServerProvider(ABC):
         """Whether :meth:`stop` ends a server (True) or only forgets a URL (False)."""
         return True
 
+    @property
+    def unix_sockets(self) -> list[str]:
+        """The Unix socket paths the running server also listens on, one per worker (a
+        local child process's; ``[]``: reached over TCP only)."""
+        return []
+
     @contextmanager
     def _stop_on_failure(self) -> Iterator[None]:
         """Around the last part of :meth:`start`: stop what it began if that part fails."""

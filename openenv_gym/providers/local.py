@@ -24,10 +24,8 @@ import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
@@ -36,7 +34,7 @@ from openenv_gym.client import TOKEN_ENV_VAR, is_healthy
 from openenv_gym.errors import ServerStartError
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.ready_line import parse_ready_line
-from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT
+from openenv_gym.providers.spec import DEFAULT_STARTUP_TIMEOUT, UNIX_SOCKETS
 
 _LOG_LINES: Final = 200
 
@@ -84,8 +82,9 @@ class LocalServerProcess(ServerProvider):
             ``--host``, ``--port`` and ``--exit-with-parent`` are added by the provider.
         startup_timeout: Seconds to wait for the server to be ready.
         env: Extra environment variables for the child.
-        unix_socket: Also serve on Unix sockets in the temp directory (see
-            :attr:`unix_sockets`); local clients then skip the TCP stack.
+        unix_socket: Also serve on Unix sockets (``--unix-socket auto``, listed in
+            :attr:`unix_sockets`; the default where the platform has them): local clients
+            then skip the TCP stack. ``False``: TCP only (``--unix-socket off``).
         host: The address to bind; ``127.0.0.1`` unless the server must be reached from
             other machines (a Ray node's servers bind the node's IP).
         token: The bearer token the server requires (passed as ``OPENENV_TOKEN``); clients
@@ -100,7 +99,7 @@ class LocalServerProcess(ServerProvider):
         *,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         env: Mapping[str, str] | None = None,
-        unix_socket: bool = False,
+        unix_socket: bool = UNIX_SOCKETS,
         host: str = "127.0.0.1",
         token: str | None = None,
     ) -> None:
@@ -108,7 +107,6 @@ class LocalServerProcess(ServerProvider):
         self.token = token
         self.host = host
         self._unix_socket = unix_socket
-        self._unix_base: str | None = None
         self.startup_timeout = startup_timeout
         self._env = dict(env or {})
         if token is not None:
@@ -150,7 +148,8 @@ class LocalServerProcess(ServerProvider):
             "--port",
             "0",
             "--exit-with-parent",
-            *(["--unix-socket", self._unix_base] if self._unix_base else []),
+            "--unix-socket",
+            "auto" if self._unix_socket else "off",
         ]
 
     def log_tail(self, lines: int = 40) -> str:
@@ -169,8 +168,6 @@ class LocalServerProcess(ServerProvider):
         # A provider may be started again after stop() (a reconnecting vector env does).
         self._ready = threading.Event()
         self._ready_info = {}
-        if self._unix_socket:  # short: socket paths are limited to ~100 bytes
-            self._unix_base = os.path.join(tempfile.gettempdir(), f"oeg-{uuid.uuid4().hex[:12]}")
         process = spawn_unbuffered(self.command, self._env)
         self._process = process
         self._finalizer = weakref.finalize(self, _terminate, process)

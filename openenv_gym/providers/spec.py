@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import socket
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 Factory = TypeVar("Factory", bound=Callable[..., Any])
 
+#: Whether this platform has Unix sockets (the default of :attr:`ServerSpec.unix_socket`).
+UNIX_SOCKETS: Final = hasattr(socket, "AF_UNIX")
 #: Seconds an embedded server gets to print its READY line (or answer ``/health``).
 DEFAULT_STARTUP_TIMEOUT: Final = 60.0
 
@@ -42,9 +45,11 @@ class ServerSpec:
         startup_timeout: Seconds to wait for the server.
         docker_kwargs: More :class:`~openenv_gym.providers.DockerProvider` arguments
             (``run_kwargs``, ``pull``, ...).
-        unix_socket: A child-process server also serves on Unix sockets (a vector env's
-            sessions use them; see :class:`~openenv_gym.providers.LocalServerProcess`);
-            ignored for a container, which is reached over TCP.
+        unix_socket: A child-process server also serves on Unix sockets, and the env's
+            sessions go through them: no TCP stack per message (see
+            :class:`~openenv_gym.providers.LocalServerProcess`). On by default where the
+            platform has them (``socket.AF_UNIX``); ignored for a container or a Ray node,
+            which are reached over TCP.
         workers: Processes of the server (``"auto"``: one per core); ``None`` leaves the
             server's default (one). :class:`~openenv_gym.vector.OpenEnvVectorEnv` asks for
             ``"auto"``.
@@ -54,7 +59,7 @@ class ServerSpec:
     token: str | None = None
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     docker_kwargs: Mapping[str, Any] | None = field(default=None, hash=False)
-    unix_socket: bool = False
+    unix_socket: bool = UNIX_SOCKETS
     workers: int | str | None = None
 
     @classmethod

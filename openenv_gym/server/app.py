@@ -276,6 +276,7 @@ class OpenEnvServer:
                 os.unlink(unix_path)
             self._unix_server = await loop.create_unix_server(factory, unix_path)
             self.unix_path = unix_path
+            self.routes.unix_sockets = self.routes.unix_sockets or [unix_path]
         self._loop = asyncio.get_running_loop()
         self._stop_requested = asyncio.Event()
         self._stop_task = None

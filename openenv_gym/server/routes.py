@@ -4,7 +4,8 @@ The server hands every ``GET`` request to :meth:`HttpRoutes.process_request` fir
 A WebSocket upgrade to ``/ws`` goes on to the session handler; everything else gets a JSON
 response and the connection is closed (no keep-alive):
 
-* ``GET /health``   -> ``{"status": "healthy"}``
+* ``GET /health``   -> ``{"status": "healthy"}`` (and ``"unix_sockets": [...]``, the Unix
+  sockets same-host clients may connect through, when the server listens on some)
 * ``GET /schema``   -> ``{"action": ..., "observation": ..., "state": ...,
   "reset_observation": ...}`` (JSON Schemas; ``reset_observation`` is the observation
   schema, as the official server sends by default)
@@ -55,6 +56,7 @@ from openenv_gym.wire.messages import (
     METADATA_PATH,
     SCHEMA_PATH,
     STATE_PATH,
+    UNIX_SOCKETS_KEY,
     WS_PATH,
     encode_json,
 )
@@ -120,9 +122,12 @@ class HttpRoutes:
         }
         self._schema["reset_observation"] = self._schema["observation"]
         self._metadata = metadata
+        #: The Unix sockets of every process serving this port, listed by ``GET /health``
+        #: (set by the server; :mod:`openenv_gym.server.unix_sockets`).
+        self.unix_sockets: list[str] = []
         self._body_routes: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {}
         self._routes: dict[str, Callable[[], Any]] = {
-            HEALTH_PATH: lambda: {"status": "healthy"},
+            HEALTH_PATH: self._health,
             SCHEMA_PATH: lambda: self._schema,
         }
         #: Routes that build an environment: run once in a thread, then answered from here.
@@ -133,6 +138,14 @@ class HttpRoutes:
         self._built: dict[str, asyncio.Future[Any]] = {}
         if metadata is not None:
             self._routes[METADATA_PATH] = self._get_metadata
+
+    def _health(self) -> dict[str, Any]:
+        """``{"status": "healthy"}`` as the official server, plus (our extension)
+        ``"unix_sockets"`` while the server also listens on some: same-host clients
+        connect through them."""
+        if not self.unix_sockets:
+            return {"status": "healthy"}
+        return {"status": "healthy", UNIX_SOCKETS_KEY: list(self.unix_sockets)}
 
     def add_route(self, path: str, handler: Callable[[], Any]) -> None:
         """Serve ``GET path`` with the JSON of ``handler()`` (e.g. ``/capacity``), or of

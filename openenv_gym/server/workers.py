@@ -95,7 +95,8 @@ def _worker_main(
     port: int,
     ready: Any,
     parent_pid: int,
-    unix_path: str | None = None,
+    unix_paths: list[str] | None = None,
+    slot: int = 0,
     workers: int = 1,
 ) -> None:
     try:
@@ -103,6 +104,8 @@ def _worker_main(
         server.sessions.budget = budget
         gc.freeze()  # see cli.serve: cheaper collections, a prompt exit
         server.workers = workers
+        server.routes.unix_sockets = list(unix_paths or [])  # GET /health lists them all
+        unix_path = unix_paths[slot] if unix_paths else None
 
         def watch_parent() -> None:
             while os.getppid() == parent_pid:
@@ -211,7 +214,6 @@ class WorkerGroup:
         return self.port
 
     def _spawn(self, slot: int) -> ForkProcess:
-        unix_path = self._unix_paths[slot] if self._unix_paths else None
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=_worker_main,
@@ -222,7 +224,8 @@ class WorkerGroup:
                 self.port,
                 writer,
                 os.getpid(),
-                unix_path,
+                self._unix_paths,
+                slot,
                 self.workers,
             ),
             name=f"openenv-gym-worker-{slot}",

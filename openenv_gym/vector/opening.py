@@ -101,7 +101,7 @@ class Opener:
         """Connections for the sub-envs ``indices`` of the server at ``url``.
 
         Args:
-            sockets: The server's Unix sockets (a server this env started), or none.
+            sockets: The server's Unix sockets (one per worker; a same-host server's), or none.
             spread: How many batch connections to spread the sub-envs over,
                 ``1..len(indices)`` (:func:`worker_connections`; more for a pool).
             workers: The server's worker processes (``None``: ``spread``); the first

@@ -239,8 +239,6 @@ def make_template(
         return OpenEnvEnv(**kwargs)
     if urls is None and "workers" not in kwargs and accepts_parameter(id, "workers"):
         kwargs["workers"] = "auto"  # the embedded server: one process per core
-    if urls is None and "unix_socket" not in kwargs and accepts_parameter(id, "unix_socket"):
-        kwargs["unix_socket"] = True  # and Unix sockets: no TCP stack per message
     try:
         with using_fleet(server_fleet):
             env = gym.make(id, disable_env_checker=True, **kwargs)

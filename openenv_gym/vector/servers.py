@@ -14,7 +14,8 @@ import concurrent.futures
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from openenv_gym.client.http import is_healthy
+from openenv_gym.client.http import is_healthy, is_loopback_url
+from openenv_gym.client.local_sockets import advertised_unix_sockets, is_unix_socket
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.server_fleet import ServerFleet
@@ -71,9 +72,17 @@ class SubEnvServers:
         return list(self._providers.values())
 
     def unix_sockets(self, url: str) -> list[str]:
-        """The Unix sockets of a server started here (empty for any other server)."""
+        """The Unix sockets of ``url``'s server that exist here, one per worker: a server's
+        started here, or those a same-host server lists (empty for any other server; see
+        :mod:`openenv_gym.client.local_sockets`)."""
         provider = self._providers.get(url)
-        return list(getattr(provider, "unix_sockets", None) or [])
+        if provider is not None:
+            listed = provider.unix_sockets
+        elif is_loopback_url(url):
+            listed = advertised_unix_sockets(url)
+        else:
+            return []
+        return [path for path in listed if is_unix_socket(path)]
 
     def start_more(self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int) -> None:
         """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.

@@ -42,6 +42,9 @@ METADATA_PATH: Final = "/metadata"
 STATE_PATH: Final = "/state"
 #: Our extension (official servers answer 404): {"max_sessions": M, "active_sessions": A}.
 CAPACITY_PATH: Final = "/capacity"
+#: Our extension: the key of ``GET /health``'s body listing the Unix sockets the server
+#: also listens on (one per worker); same-host clients connect through them.
+UNIX_SOCKETS_KEY: Final = "unix_sockets"
 #: Our extension: the handshake response header naming the server process that took the
 #: connection (a batching client spreads its connections over a server's processes by it).
 WORKER_HEADER: Final = "X-OpenEnv-Gym-Worker"

@@ -38,13 +38,23 @@ def test_serve_prints_ready_serves_and_stops_on_signal(serve: Any, sig: signal.S
     assert info["host"] == "127.0.0.1"
     assert info["port"] > 0
     assert info["url"] == f"http://127.0.0.1:{info['port']}"
-    assert httpx.get(info["url"] + "/health", timeout=10).json() == {"status": "healthy"}
+    (socket_path,) = info["unix_sockets"]  # --unix-socket auto, the default
+    assert Path(socket_path).is_socket()
+    health = httpx.get(info["url"] + "/health", timeout=10).json()
+    assert health == {"status": "healthy", "unix_sockets": [socket_path]}
     replies = play(info["url"])
     assert [r["type"] for r in replies] == ["observation"] * 6
     assert all(r["data"]["reward"] == 1.0 for r in replies[1:])
     server.process.send_signal(sig)
     assert server.process.wait(30) == 0
     assert server.remaining_stdout() == []  # exactly one line on stdout
+    assert not Path(socket_path).exists()  # removed at the stop
+
+
+def test_serve_unix_socket_off_lists_none(serve: Any) -> None:
+    info = serve(*CARTPOLE, "--unix-socket", "off").ready()
+    assert "unix_sockets" not in info
+    assert httpx.get(info["url"] + "/health", timeout=10).json() == {"status": "healthy"}
 
 
 def test_serve_options_reach_the_server(serve: Any) -> None:

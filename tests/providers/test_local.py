@@ -18,6 +18,7 @@ from openenv_gym import OpenEnvEnv
 from openenv_gym.client import is_healthy
 from openenv_gym.errors import ServerStartError, UnsupportedRenderModeError
 from openenv_gym.providers import LocalServerProcess
+from openenv_gym.providers.base import GivenServer
 
 
 def processes_with_mark(mark: str) -> list[int]:
@@ -66,6 +67,42 @@ def test_embedded_server_starts_and_stops_on_close() -> None:
         os.kill(pid, 0)
 
 
+def test_a_single_env_goes_through_its_embedded_servers_unix_socket() -> None:
+    env = gym.make("openenv/CartPole-v1")
+    try:
+        sockets = env.unwrapped.provider.unix_sockets
+        assert len(sockets) == 1
+        assert Path(sockets[0]).is_socket()
+        assert env.unwrapped.unix_path == sockets[0]
+        env.reset(seed=0)
+        _, reward, _, _, _ = env.step(0)
+        assert reward == 1.0
+    finally:
+        env.close()
+    assert env.unwrapped.unix_path is None  # no session any more
+    assert not Path(sockets[0]).exists()  # the server removed its socket
+
+
+def test_unix_socket_false_keeps_the_session_on_tcp() -> None:
+    with gym.make("openenv/CartPole-v1", unix_socket=False) as env:
+        assert env.unwrapped.provider.unix_sockets == []
+        assert env.unwrapped.unix_path is None
+        env.reset(seed=0)
+        assert env.step(1)[1] == 1.0
+        # A second env on the same server, by URL: TCP, since nothing was started for it.
+        url, token = env.unwrapped.base_url, env.unwrapped.provider.token
+        with gym.make("openenv/CartPole-v1", base_url=url, token=token) as other:
+            assert other.unwrapped.unix_path is None
+            other.reset(seed=0)
+            assert other.step(1)[1] == 1.0
+
+
+def test_given_servers_have_no_unix_sockets() -> None:
+    assert GivenServer("http://127.0.0.1:1").unix_sockets == []
+    provider = LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"], unix_socket=True)
+    assert provider.unix_sockets == []  # not started yet
+
+
 def test_server_is_stopped_when_env_construction_fails() -> None:
     provider, mark = marked_provider()
     with pytest.raises(UnsupportedRenderModeError):
@@ -98,6 +135,7 @@ SCRIPT = textwrap.dedent(
     import os, signal, sys, uuid
     from openenv_gym import OpenEnvEnv
     from openenv_gym.providers import LocalServerProcess
+from openenv_gym.providers.base import GivenServer
     provider = LocalServerProcess(["gymnasium", "--env-id", "CartPole-v1"],
                                   env={"OPENENV_GYM_TEST_MARK": sys.argv[1]})
     env = OpenEnvEnv(provider=provider)
