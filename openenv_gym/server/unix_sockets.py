@@ -8,7 +8,9 @@ otherwise (:mod:`openenv_gym.client.local_sockets`).
 The automatic socket lives in ``/dev/shm`` where that is a writable directory: it is then
 reachable exactly where the server's shared-memory files are, so a server in a container or
 behind an emulated link with a private ``/dev/shm`` (the benchmark's "other host") is reached
-over TCP, as a server on another machine is. Elsewhere it goes in the temp directory.
+over TCP, as a server on another machine is. Elsewhere it goes in the temp directory. A
+server removes its sockets when it stops; those of a killed one go with its shared files
+(:func:`~openenv_gym.wire.shared_memory.remove_stale_files`, when the next server starts).
 
 Example:
     >>> choose_unix_socket("off") is None
@@ -28,13 +30,12 @@ import socket
 import tempfile
 from typing import Final
 
+from openenv_gym.wire.shared_memory import SHM_DIR
+
 #: ``--unix-socket auto``: a fresh socket path (the default).
 AUTO: Final = "auto"
 #: ``--unix-socket off``: TCP only.
 OFF: Final = "off"
-#: Where the automatic sockets go when it is a writable directory (the same-host scope of
-#: the shared-memory files).
-SHARED_MEMORY_DIR: Final = "/dev/shm"
 
 
 def choose_unix_socket(value: str | None) -> str | None:
@@ -47,10 +48,11 @@ def choose_unix_socket(value: str | None) -> str | None:
         return value
     if not hasattr(socket, "AF_UNIX"):
         return None
-    folder = SHARED_MEMORY_DIR
-    if not (os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)):
+    folder = SHM_DIR
+    if folder is None or not os.access(folder, os.W_OK | os.X_OK):
         folder = tempfile.gettempdir()
-    # Short: socket paths are limited to ~100 bytes.
+    # Short (socket paths are limited to ~100 bytes), and named as shared_memory.SERVER_SOCKET
+    # says: a server that was killed leaves nothing behind for long (remove_stale_files).
     return os.path.join(folder, f"openenv-gym-{os.getpid()}-{secrets.token_hex(4)}.sock")
 
 

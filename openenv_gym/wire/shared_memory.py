@@ -63,6 +63,9 @@ _PREFIX: Final = "openenv-gym-"
 #: A server's file: ``openenv-gym-<server pid>-<16 hex>-<n>``.
 _SERVER_FILE: Final = re.compile(r"openenv-gym-(\d+)-[0-9a-f]{16}-\d+")
 _NAME: Final = re.compile(rf"openenv-gym-probe-[0-9a-f]{{32}}|{_SERVER_FILE.pattern}")
+#: A server's Unix socket there (:mod:`openenv_gym.server.unix_sockets`), removed with its
+#: files when the server is gone: ``openenv-gym-<server pid>-<8 hex>.sock[.<worker>]``.
+SERVER_SOCKET: Final = re.compile(r"openenv-gym-(\d+)-[0-9a-f]{8}\.sock(?:\.\d+)?")
 _TOKEN: Final = re.compile(r"[0-9a-f]{32}")
 _PROBE: Final = re.compile(r"openenv-gym-probe-[0-9a-f]{32}")
 #: Array kinds a shared file may hold: booleans, integers, floats.
@@ -342,9 +345,9 @@ class SharedArrayReader:
 
 
 def remove_stale_files(probe_age: float = STALE_PROBE_SECONDS) -> int:
-    """Remove the shared files of server processes that no longer run, and this user's probe
-    files older than ``probe_age`` seconds (their client died during ``batch_open``); how
-    many."""
+    """Remove the shared files (and Unix sockets) of server processes that no longer run,
+    and this user's probe files older than ``probe_age`` seconds (their client died during
+    ``batch_open``); how many."""
     if SHM_DIR is None:
         return 0
     removed = 0
@@ -358,7 +361,7 @@ def remove_stale_files(probe_age: float = STALE_PROBE_SECONDS) -> int:
                     os.unlink(path)
                     removed += 1
             continue
-        match = _SERVER_FILE.fullmatch(entry)
+        match = _SERVER_FILE.fullmatch(entry) or SERVER_SOCKET.fullmatch(entry)
         if match is None:
             continue
         pid = int(match.group(1))
