@@ -328,15 +328,13 @@ class ActionCodec:
             space = self.space
             assert isinstance(space, spaces.Discrete)  # both codecs map to Discrete
             start = int(space.start)
-            if (
-                array.shape == (count,)
-                and array.dtype.kind in "iu"
-                and (count == 0 or (array.min() >= start and array.max() < start + int(space.n)))
-            ):
-                if isinstance(codec, EnumCodec):
-                    values = codec.values
-                    return [{key: values[a - start]} for a in array.tolist()]
-                return [{key: a} for a in array.tolist()]
+            if array.shape == (count,) and array.dtype.kind in "iu":
+                chosen = array.tolist()  # min and max of a short list: cheaper than numpy's
+                if count == 0 or (min(chosen) >= start and max(chosen) < start + int(space.n)):
+                    if isinstance(codec, EnumCodec):
+                        values = codec.values
+                        return [{key: values[a - start]} for a in chosen]
+                    return [{key: a} for a in chosen]
         try:
             per_action = list(iterate(batch_space(self.space, count), actions))
         except (TypeError, ValueError, IndexError, AssertionError) as exc:

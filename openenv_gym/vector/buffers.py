@@ -106,7 +106,8 @@ class BatchBuffers:
         fields = result.fields
         for name, value in fields.items():
             if (
-                isinstance(value, np.ndarray)
+                type(value) is not list  # the usual column of a field outside the space
+                and isinstance(value, np.ndarray)
                 and not value.flags.writeable
                 and name != self.codec.key
             ):

@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from openenv_gym.client.blocking import BlockingConnection
-from openenv_gym.errors import ProtocolError
+from openenv_gym.errors import ProtocolError, ServerReplyError
 from openenv_gym.vector.round_trip import (
     Op,
     batch_step_frame,
     frame_of_plain,
-    naming_sub_envs,
+    name_sub_envs,
 )
 from openenv_gym.wire.batch import (
     BatchResult,
@@ -126,8 +126,11 @@ class PlainChannel(Channel):
         return None if op is None else frame_of_plain(op)
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
-        with naming_sub_envs(self.indices, url):
+        try:
             reply = self.session.encoding.parse_reply(raw, url=url)
+        except (ServerReplyError, ProtocolError) as exc:
+            name_sub_envs(exc, self.indices, url)
+            raise
         if not isinstance(reply, ObservationReply):
             raise ProtocolError(
                 f"expected an 'observation' reply from sub-env {self.indices[0]} at {url}, "
@@ -203,7 +206,7 @@ class BatchChannel(Channel):
         return frame
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
-        with naming_sub_envs(self.indices, url):
+        try:
             result = parse_batch_result(
                 raw,
                 url=url,
@@ -213,6 +216,9 @@ class BatchChannel(Channel):
                 copy=self._copy,
                 compressed=self._compressed,
             )
+        except (ServerReplyError, ProtocolError) as exc:
+            name_sub_envs(exc, self.indices, url)
+            raise
         asked = self._asked
         if asked is not None and self.policy is not None:
             self.policy.record(asked, time.perf_counter() - self._sent)

@@ -23,7 +23,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Any, Final, cast
 
 import numpy as np
@@ -38,6 +39,10 @@ AddInfo = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 _METADATA: Final = "metadata"
 #: Types of info values that are no dicts (the common ones, checked without ``issubclass``).
 _NOT_DICTS: Final = frozenset({int, float, bool, str, list, type(None)})
+#: The dtype of ``_add_info``'s column for a first value of a Python number type.
+_NUMBER_DTYPES: Final = {int: np.dtype(int), float: np.dtype(float), bool: np.dtype(np.bool_)}
+#: Plain values whose column ``_add_info`` makes an object array.
+_OBJECTS: Final = frozenset({str, list, type(None)})
 
 
 def empty_column(first: Any, num_envs: int) -> np.ndarray:
@@ -155,11 +160,11 @@ def merge_results_infos(
             infos = _merge_part(add_info, num_envs, infos, codec, part, columns)
         return infos
     targets = [index for _, rows in parts for _, index in rows]
-    where = _rows(targets)
-    for key in first:
-        values = _joined([c[key] for c in every if c is not None])
-        infos = _merge(add_info, num_envs, infos, key, targets, where, values)
-    return infos
+    if len(every) == 1:
+        columns = first
+    else:
+        columns = {key: _joined([c[key] for c in every if c is not None]) for key in first}
+    return _merge_columns(add_info, num_envs, infos, columns, targets)
 
 
 def _joined(parts: list[Sequence[Any]]) -> Sequence[Any]:
@@ -167,6 +172,10 @@ def _joined(parts: list[Sequence[Any]]) -> Sequence[Any]:
     are arrays of one dtype, so the merged column's dtype is the one it would have been)."""
     if len(parts) == 1:
         return parts[0]
+    if len(parts) == 2 and type(parts[0]) is list and type(parts[1]) is list:
+        return parts[0] + parts[1]  # a vector env on one server of two workers
+    if all(type(part) is list for part in parts):
+        return list(chain.from_iterable(parts))
     arrays = [np.asarray(part) for part in parts if isinstance(part, np.ndarray)]
     if len(arrays) == len(parts) and len({array.dtype for array in arrays}) == 1:
         return cast(Sequence[Any], np.concatenate(arrays))
@@ -189,11 +198,54 @@ def _merge_part(
             if info:
                 infos = add_info(infos, info, index)
         return infos
-    targets = [index for _, index in rows]
+    return _merge_columns(add_info, num_envs, infos, columns, [index for _, index in rows])
+
+
+def _merge_columns(
+    add_info: AddInfo,
+    num_envs: int,
+    infos: dict[str, Any],
+    columns: Mapping[str, Sequence[Any]],
+    targets: Sequence[int],
+) -> dict[str, Any]:
+    """``infos`` with each key's ``columns`` values merged in as sub-envs ``targets``' (in
+    key order). When the targets are every sub-env in order, a key new to ``infos`` gets its
+    column in one numpy call (:func:`_full_column`), equal to ``_add_info``'s."""
     where = _rows(targets)
+    every_mask = np.ones(num_envs, dtype=np.bool_) if where == slice(0, num_envs) else None
     for key, values in columns.items():
+        if every_mask is not None and key not in infos and key != "final_obs":
+            mask_key = f"_{key}"
+            column = None if mask_key in infos else _full_column(values, num_envs)
+            if column is not None:
+                infos[key], infos[mask_key] = column, every_mask.copy()
+                continue
         infos = _merge(add_info, num_envs, infos, key, targets, where, values)
     return infos
+
+
+def _full_column(values: Sequence[Any], num_envs: int) -> np.ndarray | None:
+    """The info column of one value per sub-env, as ``_add_info`` would fill it value by
+    value: Python numbers of the first one's type (a numeric array; a later value numpy
+    casts to another dtype, e.g. a float after ints, is left to the general path), or plain
+    values, no dicts, whose first is a string, a list or ``None`` (an object array). ``None``
+    for anything else.
+
+    Example:
+        >>> _full_column([1, 2], 2), _full_column([1, 2.5], 2), _full_column(["a", [1]], 2)
+        (array([1, 2]), None, array(['a', list([1])], dtype=object))
+    """
+    first = type(values[0])
+    dtype = _NUMBER_DTYPES.get(first)
+    if dtype is not None:
+        try:
+            column = np.array(values)
+        except (ValueError, TypeError, OverflowError):  # sequences among numbers
+            return None
+        return column if column.dtype == dtype and column.shape == (num_envs,) else None
+    if first in _OBJECTS and _NOT_DICTS.issuperset(map(type, values)):
+        return np.fromiter(values, dtype=object, count=num_envs)
+    return None
 
 
 def _info_columns(

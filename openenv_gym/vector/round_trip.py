@@ -10,8 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from openenv_gym.errors import ProtocolError, ServerReplyError
@@ -66,23 +65,30 @@ def batch_step_frame(
     return encode_json(batch_step_message(entries, same_step_reset, compress))
 
 
-@contextlib.contextmanager
-def naming_sub_envs(indices: Sequence[int], url: str) -> Iterator[None]:
-    """Name the sub-env(s) in a reply error raised inside: a note on a ``ServerReplyError``
-    (the sub-env whose op failed, by its position in a batch), the message of a
-    ``ProtocolError`` (a bad frame: every sub-env of the connection, and its URL)."""
-    try:
-        yield
-    except ServerReplyError as exc:
+def name_sub_envs(exc: BaseException, indices: Sequence[int], url: str) -> None:
+    """Name the sub-env(s) in a reply error: a note on a ``ServerReplyError`` (the sub-env
+    whose op failed, by its position in a batch), the message of a ``ProtocolError`` (a bad
+    frame: every sub-env of the connection, and its URL). Called in an ``except`` clause
+    (no context manager on the path of every reply), which re-raises.
+
+    Example:
+        >>> failed = ServerReplyError("bad action", code="VALIDATION_ERROR", data={"index": 1})
+        >>> name_sub_envs(failed, [4, 5], "http://h")
+        >>> failed.__notes__
+        ['(from sub-env 5 of the vector env, at http://h)']
+        >>> bad = ProtocolError("expected a batch_result")
+        >>> name_sub_envs(bad, [4, 5], "http://h")
+        >>> str(bad)
+        'expected a batch_result (from sub-envs [4, 5] of the vector env, at http://h)'
+    """
+    if isinstance(exc, ServerReplyError):
         position = exc.data.get("index", 0) if isinstance(exc.data, dict) else 0
         index = indices[position] if position in range(len(indices)) else 0
         exc.add_note(f"(from sub-env {index} of the vector env, at {url})")
-        raise
-    except ProtocolError as exc:
+    elif isinstance(exc, ProtocolError):
         # In the message itself, as a lost session's error says it (a note is easy to miss).
         where = f"(from sub-envs {list(indices)} of the vector env, at {url})"
         exc.args = (f"{exc.args[0] if exc.args else exc} {where}", *exc.args[1:])
-        raise
 
 
-__all__ = ["Op", "batch_step_frame", "frame_of_plain", "naming_sub_envs"]
+__all__ = ["Op", "batch_step_frame", "frame_of_plain", "name_sub_envs"]

@@ -258,9 +258,9 @@ def parse_batch_result(
         count = len(indices)
         if not isinstance(fields, dict) or len(reward) != count or len(done) != count:
             raise ValueError("the lengths of indices, reward and done differ")
-        for key, value in fields.items():
-            if len(value) != count:
-                raise ValueError(f"field {key!r} has {len(value)} entries for {count} indices")
+        if not {count}.issuperset(map(len, fields.values())):  # one C loop for the usual case
+            key, value = next((k, v) for k, v in fields.items() if len(v) != count)
+            raise ValueError(f"field {key!r} has {len(value)} entries for {count} indices")
         if not isinstance(done, list) or not _BOOL_ONLY.issuperset(map(type, done)):
             raise ValueError("'done' holds a non-boolean")
         if isinstance(reward, list) and _FLOAT_ONLY.issuperset(map(type, reward)):

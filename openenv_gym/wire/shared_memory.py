@@ -255,6 +255,9 @@ class SharedArrayReader:
 
     def __init__(self, *, borrow: bool = False) -> None:
         self._maps: dict[str, mmap.mmap] = {}
+        # File name -> the last descriptor read from it and its view: a server names the same
+        # array in the same place every step, and an equal descriptor needs no checks again.
+        self._views: dict[str, tuple[Mapping[str, Any], np.ndarray]] = {}
         self.borrow = borrow
 
     def array(self, descriptor: Mapping[str, Any]) -> np.ndarray:
@@ -267,6 +270,16 @@ class SharedArrayReader:
             ProtocolError: The descriptor is malformed (a dtype that is not numeric, a
                 negative shape), the file cannot be opened, or the array does not fit in it.
         """
+        name = descriptor.get("shm")
+        last = self._views.get(name) if type(name) is str else None
+        if last is not None and last[0] == descriptor:
+            return last[1] if self.borrow else last[1].copy()
+        view = self._view(descriptor)
+        self._views[descriptor["shm"]] = (descriptor, view)
+        return view if self.borrow else view.copy()
+
+    def _view(self, descriptor: Mapping[str, Any]) -> np.ndarray:
+        """A read-only view of the array ``descriptor`` names (the errors of :meth:`array`)."""
         try:
             name = descriptor["shm"]
             dtype = np.dtype(descriptor["dtype"])
@@ -294,8 +307,7 @@ class SharedArrayReader:
                     f"the shared-memory array {descriptor!r:.200} does not fit its file "
                     f"({len(buffer)} bytes)"
                 )
-        view = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
-        return view if self.borrow else view.copy()
+        return np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
 
     def _open(self, name: str) -> mmap.mmap:
         path = _path(name)
@@ -309,6 +321,7 @@ class SharedArrayReader:
             buffer = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         finally:
             os.close(fd)
+        self._views.pop(name, None)  # its view holds the old mapping
         old = self._maps.pop(name, None)
         if old is not None:
             with contextlib.suppress(BufferError):  # a borrowed view still exported
@@ -319,6 +332,7 @@ class SharedArrayReader:
     def close(self) -> None:
         """Unmap every file. Idempotent."""
         maps, self._maps = self._maps, {}
+        self._views = {}
         for buffer in maps.values():
             with contextlib.suppress(BufferError):  # a borrowed view: unmapped with it
                 buffer.close()

@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env
 from openenv.core.env_server.types import Action, Observation
 from pydantic import BaseModel, ConfigDict, Field
 
+from openenv_gym.errors import ActionOutOfSpaceError
 from openenv_gym.spaces import (
     X_OBSERVATION_KEY,
     X_SPACE,
@@ -275,6 +276,23 @@ def test_atari_action_encodes_to_what_the_server_validates() -> None:
     assert codec.encode(np.int64(5)) == {"action_id": 5}
     assert AtariAction.model_validate(codec.encode(np.int64(2))).action_id == 2
     assert codec.decode({"action_id": 4, "game_name": "pong", "metadata": {}}) == 4
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_a_batch_of_discrete_actions_is_checked_like_each_action(start: int) -> None:
+    """The batch fast path (integer array, range-checked at once) gives what encoding each
+    action gives, and refuses the batches the single encode refuses."""
+    codec = action_codec_for_model(
+        AtariAction, field_spaces={"action_id": spaces.Discrete(6, start=start)}
+    )
+    for batch in (np.arange(start, start + 6), np.array([start + 5] * 3, np.uint8)):
+        wires = codec.encode_batch(batch, len(batch))
+        assert wires == [codec.encode(a) for a in batch]
+        assert all(type(w["action_id"]) is int for w in wires)
+    assert codec.encode_batch(np.zeros(0, np.int64), 0) == []
+    for bad in (np.array([start, start + 6]), np.array([start - 1, start]), np.array([1.0, 2.0])):
+        with pytest.raises(ActionOutOfSpaceError):
+            codec.encode_batch(bad, 2)
 
 
 def test_atari_action_with_included_optional_fields() -> None:

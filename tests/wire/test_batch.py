@@ -67,6 +67,8 @@ def test_a_json_result_with_integer_rewards_gives_floats() -> None:
         (result_json(done=[0, 1]), "'done' holds a non-boolean"),
         (result_json(done="ab"), "'done' holds a non-boolean"),
         (result_json(observation={"x": [1]}), "field 'x' has 1 entries for 2 indices"),
+        (result_json(observation={"x": [1, 2], "y": [3]}), "field 'y' has 1 entries for 2"),
+        (result_json(observation={"x": [1, 2], "y": 3}), "malformed"),
         (result_json(observation=[1, 2]), "lengths"),
         (result_json(indices=["a", "b"]), "malformed"),
         (result_json(reward=["x", 1.0]), "malformed"),

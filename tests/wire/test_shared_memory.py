@@ -175,6 +175,33 @@ def test_a_borrowing_reader_gives_read_only_views_a_plain_one_copies() -> None:
         assert view.max() == 7
 
 
+def test_a_descriptor_read_again_gives_the_files_new_rows_and_another_one_its_own() -> None:
+    """The reader keeps the view of the last descriptor of each file: the same descriptor
+    next step reads what the server wrote since (a copy, or the borrowed view); one that
+    differs (fewer rows, another dtype) is checked and read as it says."""
+    with (
+        SharedArrayWriter() as writer,
+        SharedArrayReader(borrow=True) as borrowing,
+        SharedArrayReader() as copying,
+    ):
+        for step in range(3):
+            descriptor = writer.put("pixels", [np.full((4, 4), step, np.uint8)] * 2)
+            view, copy = borrowing.array(descriptor), copying.array(descriptor)
+            assert view.shape == copy.shape == (2, 4, 4)
+            assert int(view.max()) == int(copy.min()) == step
+        copy[0, 0, 0] = 99  # a copy is the caller's own
+        assert int(copying.array(descriptor)[0, 0, 0]) == 2
+        fewer = writer.put("pixels", [np.full((4, 4), 5, np.uint8)])
+        assert fewer["shm"] == descriptor["shm"]
+        assert borrowing.array(fewer).shape == copying.array(fewer).shape == (1, 4, 4)
+        wider = {**fewer, "dtype": "<u2", "shape": [1, 8]}
+        assert borrowing.array(wider).dtype == np.dtype("<u2")
+        with pytest.raises(ProtocolError, match="does not fit"):
+            borrowing.array({**fewer, "shape": [1, 1 << 20]})
+        with pytest.raises(ProtocolError, match="expected a shared-memory array"):
+            borrowing.array({**fewer, "shape": ["x"]})
+
+
 # ----------------------------------------------------------------- hostile files (issue 27, 2)
 
 
