@@ -93,15 +93,28 @@ def planned_cell(context: Context, contender: Contender, n: int) -> PlannedCell:
 
 
 def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
-    """One group per env: the single-env contenders at N=1 first, then every N in turn."""
+    """One group per env: the single-env contenders at N=1 first (once per ``1`` in the
+    sizes, at least once), then every N in turn. A size given again is a repeat: its
+    contenders run in the reverse order of the time before (A B, then B A), so no contender
+    is always the first on fresh servers or the last on warm ones; the targets take the
+    median of the repeats."""
     groups = []
     for env in settings.envs:
         context = Context(ENV_SPECS[env], settings)
         chosen = _chosen(settings, context.spec)
-        cells = [planned_cell(context, c, 1) for c in chosen if c.single_only]
-        cells += [
-            planned_cell(context, c, n) for n in settings.sizes for c in chosen if not c.single_only
+        single = [c for c in chosen if c.single_only]
+        cells = [
+            planned_cell(context, c, 1)
+            for repeat in range(max(1, list(settings.sizes).count(1)))
+            for c in (single if repeat % 2 == 0 else single[::-1])
         ]
+        vector = [c for c in chosen if not c.single_only]
+        seen: dict[int, int] = {}
+        for n in settings.sizes:
+            repeat = seen[n] = seen.get(n, -1) + 1
+            cells += [
+                planned_cell(context, c, n) for c in (vector if repeat % 2 == 0 else vector[::-1])
+            ]
         if not cells:  # no contender of this env was chosen: no servers to start
             continue
 

@@ -113,6 +113,29 @@ def test_plan_runs_single_env_contenders_first_then_every_n() -> None:
     ]
 
 
+def test_repeated_sizes_run_their_contenders_in_turn_reversed() -> None:
+    settings = Settings(
+        envs=["Pong"], sizes=[1, 8, 1, 8, 8], contenders=["raw", "ours-env", "async", "envpool"]
+    )
+    (group,) = plan(settings)
+    assert [(c.key, c.num_envs) for c in group.cells] == [
+        ("raw", 1),
+        ("ours-env", 1),  # single-env contenders, once per 1 given
+        ("ours-env", 1),
+        ("raw", 1),
+        ("async", 1),
+        ("envpool", 1),
+        ("async", 8),
+        ("envpool", 8),
+        ("envpool", 1),
+        ("async", 1),  # the second 1: reversed
+        ("envpool", 8),
+        ("async", 8),
+        ("async", 8),
+        ("envpool", 8),  # the third 8: forward again
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
