@@ -1,17 +1,14 @@
-"""The automatic Unix sockets of ``openenv-gym serve``: where they go, and their cleanup."""
+"""The automatic Unix sockets of ``openenv-gym serve``: where they go (their cleanup after a
+killed server: ``tests/wire/test_shared_memory.py``)."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from openenv_gym.server.unix_sockets import choose_unix_socket
-from openenv_gym.wire.shared_memory import SERVER_SOCKET, SHM_DIR, remove_stale_files
+from openenv_gym.wire.shared_memory import SERVER_SOCKET, SHM_DIR
 
 
 def test_auto_is_a_fresh_socket_path_named_for_this_process() -> None:
@@ -32,30 +29,3 @@ def test_auto_is_a_fresh_socket_path_named_for_this_process() -> None:
 )
 def test_off_and_explicit_paths(value: str | None, path: str | None) -> None:
     assert choose_unix_socket(value) == path
-
-
-@pytest.mark.skipif(SHM_DIR is None, reason="no /dev/shm on this system")
-def test_the_sockets_of_a_server_that_is_gone_are_removed() -> None:
-    assert SHM_DIR is not None
-    finished = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    dead = int(finished.stdout)
-    gone = Path(SHM_DIR, f"openenv-gym-{dead}-0123abcd.sock.1")
-    mine = Path(SHM_DIR, f"openenv-gym-{os.getpid()}-0123abcd.sock")
-    other = Path(SHM_DIR, f"openenv-gym-{dead}-0123abcd.socket")  # not a name of ours
-    try:
-        for path in (gone, mine):
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.bind(str(path))
-        other.touch()
-        remove_stale_files()
-        assert not gone.exists()
-        assert mine.exists()  # this process runs
-        assert other.exists()
-    finally:
-        for path in (gone, mine, other):
-            path.unlink(missing_ok=True)

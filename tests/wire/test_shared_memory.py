@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,14 +134,19 @@ def test_an_array_past_the_end_of_its_file_is_a_protocol_error() -> None:
             reader.array({**descriptor, "shape": [1, 1 << 20]})
 
 
-def test_stale_files_of_dead_processes_are_removed() -> None:
-    dead = subprocess.run(
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    finished = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
         text=True,
         check=True,
     )
-    pid = int(dead.stdout)
+    return int(finished.stdout)
+
+
+def test_stale_files_of_dead_processes_are_removed() -> None:
+    pid = dead_pid()
     stale = os.path.join(SHM_DIR, f"openenv-gym-{pid}-0123456789abcdef-1")
     mine = os.path.join(SHM_DIR, f"openenv-gym-{os.getpid()}-0123456789abcdef-1")
     for path in (stale, mine):
@@ -370,3 +377,22 @@ def test_probes_of_killed_clients_are_swept_when_a_server_starts(shm_paths: list
     remove_stale_files()
     assert not os.path.exists(os.path.join(SHM_DIR, old))
     assert os.path.exists(os.path.join(SHM_DIR, fresh))  # a client may be opening right now
+
+
+def test_the_unix_sockets_of_a_server_that_is_gone_are_removed() -> None:
+    dead = dead_pid()
+    gone = Path(SHM_DIR, f"openenv-gym-{dead}-0123abcd.sock.1")  # worker 1's
+    mine = Path(SHM_DIR, f"openenv-gym-{os.getpid()}-0123abcd.sock")
+    other = Path(SHM_DIR, f"openenv-gym-{dead}-0123abcd.socket")  # not a name of ours
+    try:
+        for path in (gone, mine):
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.bind(str(path))
+        other.touch()
+        remove_stale_files()
+        assert not gone.exists()
+        assert mine.exists()  # this process runs
+        assert other.exists()
+    finally:
+        for path in (gone, mine, other):
+            path.unlink(missing_ok=True)
