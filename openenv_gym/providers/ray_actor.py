@@ -74,8 +74,12 @@ class ServerActor:
         """Start ``openenv-gym serve <serve_args>`` bound to ``host`` (the node's IP if
         ``None``) and wait until it answers ``/health``."""
         node_id, node_ip = self.node()
-        server = LocalServerProcess(
-            serve_args, startup_timeout=startup_timeout, env=env, host=host or node_ip
+        server = LocalServerProcess(  # reached over TCP, from any node: no Unix socket
+            serve_args,
+            startup_timeout=startup_timeout,
+            env=env,
+            host=host or node_ip,
+            unix_socket=False,
         )
         self._server = server
         url = server.start()
