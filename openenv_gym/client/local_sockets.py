@@ -52,6 +52,22 @@ def advertised_unix_sockets(
     return []
 
 
+def reachable_unix_sockets(
+    base_url: str,
+    known: Sequence[str] = (),
+    *,
+    timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    token: str | None = None,
+) -> list[str]:
+    """The Unix sockets of the loopback server ``base_url`` that exist here, in order:
+    ``known`` (an embedded server's, from its provider), else those its ``GET /health``
+    lists; ``[]`` (TCP) for any other URL, or when there is none."""
+    if not is_loopback_url(base_url):
+        return []
+    listed = known or advertised_unix_sockets(base_url, timeout=timeout, token=token)
+    return [path for path in listed if is_unix_socket(path)]
+
+
 def local_unix_socket(
     base_url: str,
     known: Sequence[str] = (),
@@ -59,16 +75,15 @@ def local_unix_socket(
     timeout: float = DEFAULT_CONNECT_TIMEOUT,
     token: str | None = None,
 ) -> str | None:
-    """The Unix socket a session to the loopback server ``base_url`` goes through: the
-    first of ``known`` (an embedded server's, from its provider), else of those its
-    ``GET /health`` lists, that exists here; ``None`` (TCP) for any other URL, or when
-    there is none."""
-    if not is_loopback_url(base_url):
-        return None
-    for path in known or advertised_unix_sockets(base_url, timeout=timeout, token=token):
-        if is_unix_socket(path):
-            return path
-    return None
+    """The Unix socket a session to ``base_url`` goes through: the first of
+    :func:`reachable_unix_sockets` (``None``: TCP)."""
+    reachable = reachable_unix_sockets(base_url, known, timeout=timeout, token=token)
+    return reachable[0] if reachable else None
 
 
-__all__ = ["advertised_unix_sockets", "is_unix_socket", "local_unix_socket"]
+__all__ = [
+    "advertised_unix_sockets",
+    "is_unix_socket",
+    "local_unix_socket",
+    "reachable_unix_sockets",
+]

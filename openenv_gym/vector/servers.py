@@ -14,8 +14,8 @@ import concurrent.futures
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from openenv_gym.client.http import is_healthy, is_loopback_url
-from openenv_gym.client.local_sockets import advertised_unix_sockets, is_unix_socket
+from openenv_gym.client.http import is_healthy
+from openenv_gym.client.local_sockets import reachable_unix_sockets
 from openenv_gym.env import OpenEnvEnv
 from openenv_gym.providers.base import ServerProvider
 from openenv_gym.providers.server_fleet import ServerFleet
@@ -76,13 +76,7 @@ class SubEnvServers:
         started here, or those a same-host server lists (empty for any other server; see
         :mod:`openenv_gym.client.local_sockets`)."""
         provider = self._providers.get(url)
-        if provider is not None:
-            listed = provider.unix_sockets
-        elif is_loopback_url(url):
-            listed = advertised_unix_sockets(url)
-        else:
-            return []
-        return [path for path in listed if is_unix_socket(path)]
+        return reachable_unix_sockets(url, provider.unix_sockets if provider is not None else ())
 
     def start_more(self, id: str | None, env_kwargs: Mapping[str, Any], per_server: int) -> None:
         """Start the embedded servers of sub-envs ``per_server, 2 * per_server, ...``.
