@@ -92,6 +92,11 @@ def planned_cell(context: Context, contender: Contender, n: int) -> PlannedCell:
     )
 
 
+def _in_turn(contenders: list[Contender], repeat: int) -> list[Contender]:
+    """The order of a size's ``repeat``-th run (from 0): as chosen, then reversed, in turn."""
+    return contenders if repeat % 2 == 0 else contenders[::-1]
+
+
 def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
     """One group per env: the single-env contenders at N=1 first (once per ``1`` in the
     sizes, at least once), then every N in turn. A size given again is a repeat: its
@@ -106,15 +111,13 @@ def plan(settings: Settings, log: Log = stderr_line) -> list[Group]:
         cells = [
             planned_cell(context, c, 1)
             for repeat in range(max(1, list(settings.sizes).count(1)))
-            for c in (single if repeat % 2 == 0 else single[::-1])
+            for c in _in_turn(single, repeat)
         ]
         vector = [c for c in chosen if not c.single_only]
         seen: dict[int, int] = {}
         for n in settings.sizes:
-            repeat = seen[n] = seen.get(n, -1) + 1
-            cells += [
-                planned_cell(context, c, n) for c in (vector if repeat % 2 == 0 else vector[::-1])
-            ]
+            seen[n] = seen.get(n, -1) + 1
+            cells += [planned_cell(context, c, n) for c in _in_turn(vector, seen[n])]
         if not cells:  # no contender of this env was chosen: no servers to start
             continue
 
