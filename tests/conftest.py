@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import http.server
 import importlib.util
 import os
 import socket
@@ -28,6 +30,34 @@ def cartpole_url() -> Iterator[str]:
     """Our gymnasium CartPole-v1 server, in a thread of this process."""
     with ServerThread(gymnasium_server("CartPole-v1", max_sessions=256)) as server:
         yield server.url
+
+
+@contextlib.contextmanager
+def plain_http_server(answer: Callable[[], tuple[int, bytes]]) -> Iterator[str]:
+    """A plain HTTP server on 127.0.0.1 (not OpenEnv) that answers every ``GET`` with
+    ``answer()``'s status and ``text/plain`` body; yields its URL."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # as every real web server speaks; 1.0 is no handshake
+
+        def do_GET(self) -> None:
+            status, body = answer()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def free_port() -> int:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import socket
-import threading
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -22,6 +20,7 @@ from openenv_gym.client.local_sockets import (
 )
 from openenv_gym.errors import AuthenticationError
 from openenv_gym.providers import LocalServerProcess
+from tests.conftest import plain_http_server
 
 CARTPOLE = ["gymnasium", "--env-id", "CartPole-v1"]
 
@@ -125,25 +124,8 @@ def test_the_token_is_checked_on_the_unix_socket_too() -> None:
 def health_body() -> Iterator[tuple[str, list[bytes]]]:
     """A plain HTTP server whose ``GET /health`` answers 200 with the body the test sets."""
     bodies = [b""]
-
-    class Health(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            body = bodies[0]
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    server.shutdown()
-    server.server_close()
+    with plain_http_server(lambda: (200, bodies[0])) as url:
+        yield url, bodies
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import re
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -23,33 +21,14 @@ from openenv_gym.errors import (
     SessionClosedError,
 )
 from openenv_gym.wire.messages import ObservationReply, reset_message, state_message, step_message
-from tests.conftest import RawWebSocketServer, free_port
+from tests.conftest import RawWebSocketServer, free_port, plain_http_server
 
 
 @pytest.fixture
 def http_404_url() -> Iterator[str]:
     """A plain HTTP server (not OpenEnv) that answers 404 to everything."""
-
-    class NotFound(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # as every real web server speaks; 1.0 is no handshake
-
-        def do_GET(self) -> None:
-            body = b"no such page"
-            self.send_response(404)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with plain_http_server(lambda: (404, b"no such page")) as url:
+        yield url
 
 
 def test_a_session_resets_steps_and_reports_state(cartpole_url: str) -> None:
