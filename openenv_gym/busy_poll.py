@@ -156,6 +156,20 @@ def runnable_tasks(path: str = LOADAVG_PATH) -> int | None:
         return None
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; all of them where that cannot
+    be read).
+
+    Example:
+        >>> usable_cores() >= 1
+        True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def check_busy_poll(busy_poll: Any) -> float:
     """``busy_poll`` (seconds) as a float, if it is a number in ``0..MAX_BUSY_POLL``.
 
@@ -449,4 +463,5 @@ __all__ = [
     "SpinRule",
     "check_busy_poll",
     "runnable_tasks",
+    "usable_cores",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ipaddress
+import math
 import select
 import socket
 import ssl
@@ -335,13 +336,23 @@ class BlockingConnection(EncodedLink):
         except (OSError, ValueError):  # broken, or closed meanwhile: receive() reports it
             return
 
-    def _readable(self) -> bool:
+    def wait_readable(self, deadline: float) -> None:
+        """Sleep until a reply can be read (a frame already parsed, or bytes in the socket)
+        or until ``deadline`` (``time.monotonic()``), without busy-polling; reads nothing,
+        raises nothing (the :meth:`receive` after it reports a timeout or a broken
+        connection)."""
+        with self.lock:
+            if not (self._pending or self.closed):
+                self._readable(max(0.0, deadline - time.monotonic()))
+
+    def _readable(self, timeout: float = 0.0) -> bool:
+        """Whether bytes can be read from the socket, waiting up to ``timeout`` seconds."""
         sock = self._sock
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return True
         poller = select.poll()  # not select(): any descriptor number
         poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
+        return bool(poller.poll(math.ceil(timeout * 1000)))
 
     def _lost(self, how: str, why: str) -> ConnectionLostError:
         return ConnectionLostError(

@@ -53,10 +53,20 @@ def receive_each(
     connections: Sequence[BlockingConnection],
     sent: Sequence[OpenEnvGymError | None],
     timeout: float,
+    *,
+    together: bool = False,
 ) -> Iterator[str | bytes | OpenEnvGymError]:
     """One reply per connection of :func:`send_many` (``sent`` is what it returned), in
     order, each as soon as it is read, all within ``timeout`` seconds from now (so the
     caller can decode a reply while the next server is still at work).
+
+    With ``together``, it first sleeps until every reply is in (the last connection's
+    first: its server got its frame last), then yields them in order. That is for a
+    client whose cores the servers' workers fill: decoding a reply, or busy-polling, while
+    another worker is still at work takes that worker's core, and the round trip waits for
+    it (measured on 2 cores: busy-polling cost preprocessed Pong N=8 3-5% of its steps/s,
+    and sleeping through to the last reply gained 2.5-3%; CartPole N=8 and N=16 stayed
+    within 1%).
 
     In place of a reply:
 
@@ -67,6 +77,11 @@ def receive_each(
     """
     deadline = time.monotonic() + timeout
     first = True  # the round trip's busy-poll spins for its first reply only
+    if together:
+        for connection, failure in reversed(list(zip(connections, sent, strict=True))):
+            if failure is None:
+                connection.wait_readable(deadline)
+        first = False
     for connection, failure in zip(connections, sent, strict=True):
         if failure is not None:
             yield failure

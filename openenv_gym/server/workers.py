@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkProcess
 from typing import Any, Final, cast
 
+from openenv_gym.busy_poll import usable_cores
 from openenv_gym.errors import PicklableError, ServerWorkerError
 from openenv_gym.server.app import OpenEnvServer
 from openenv_gym.server.budget import SharedSessionBudget
@@ -60,10 +61,7 @@ def resolve_workers(value: str | int) -> int:
         ValueError: Not ``"auto"`` and not a positive integer.
     """
     if value == "auto":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not Linux
-            return max(1, os.cpu_count() or 1)
+        return usable_cores()
     try:
         count = int(value)
     except (TypeError, ValueError):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openenv_gym.busy_poll import BusyPoller
+from openenv_gym.busy_poll import BusyPoller, usable_cores
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.client.capacity import fetch_capacity, insufficient_capacity_error
 from openenv_gym.client.exchange import exchange_many, receive_each, send_many
@@ -107,6 +107,7 @@ class Connections:
         self._step_seconds: dict[str, float] = {}  # seconds per env step (``GET /capacity``)
         self._reply_timeout = connect_options.reply_timeout
         self._poller: BusyPoller | None = None
+        self._cores = usable_cores()
         #: How :meth:`reopen` spaces its attempts, and for how long it tries.
         self.backoff = Backoff()
 
@@ -350,7 +351,9 @@ class Connections:
         sent = pending.sent
         if sent is None:
             sent = send_many(sessions, pending.frames)
-        raws = receive_each(sessions, sent, self._reply_timeout)
+        raws = receive_each(
+            sessions, sent, self._reply_timeout, together=self.workers_fill_cores(pending.channels)
+        )
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         url_of = self._servers.url_of
@@ -368,6 +371,26 @@ class Connections:
                 pass
             raise
         return results, broken
+
+    def workers_fill_cores(self, channels: Sequence[Channel]) -> bool:
+        """Whether the server workers behind ``channels`` that run on this host (reached
+        over a Unix socket or loopback) are at least as many as this process's cores. A
+        round trip then reads its replies together, once the last is in
+        (:func:`~openenv_gym.client.exchange.receive_each`): the client has no core of its
+        own, and decoding one reply while another worker steps would take that worker's
+        core (Pong N=8 on 2 cores: +2% steps/s; CartPole N=16: +5%).
+
+        Each batch connection is one worker; the plain connections to one URL are one
+        server process.
+        """
+        if len(channels) < 2:
+            return False
+        workers = {
+            (c.session.unix_path or id(c.session)) if c.batch else c.session.url
+            for c in channels
+            if c.session.peer_on_loopback
+        }
+        return len(workers) >= self._cores
 
     def collect_or_reopen(
         self,

@@ -4,6 +4,7 @@ check, closing, and reopening after a killed server."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -229,3 +230,74 @@ def test_a_broken_connection_without_reconnect_names_the_sub_env_and_the_fix(
         assert len(connections.channels) == 2  # nothing is reopened or dropped
     finally:
         connections.close()
+
+
+@contextlib.contextmanager
+def _cpus(count: int) -> Iterator[None]:
+    """Run this process on its first ``count`` usable CPUs for a while."""
+    usable = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, usable[:count])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, usable)
+
+
+def _open_on(
+    server: LocalServerProcess, num_envs: int, *, encoding: str = "auto", per_connection: int | None
+) -> Connections:
+    options = ConnectOptions(encoding=encoding, token=server.token)
+    connections = Connections(
+        num_envs,
+        encoding=resolve_encoding(encoding),
+        connect_options=options,
+        sessions_per_connection=per_connection,
+    )
+    urls = [server.base_url]
+    template = make_template(None, urls, {"reply_timeout": 30.0, "token": server.token}, encoding)
+    connections.check_capacity({server.base_url: num_envs})  # learns the workers, as a vector env
+    connections.adopt(template, urls, borrow_arrays=False)
+    connections.open(range(num_envs), check_capacity=True)
+    return connections
+
+
+def test_round_trips_read_together_once_this_hosts_workers_fill_the_cores() -> None:
+    serve = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "2"]
+    with LocalServerProcess(serve) as server:
+        with _cpus(1):  # CartPole is cheap: 2 sessions a connection spreads it over both
+            connections = _open_on(server, 4, per_connection=2)
+        try:
+            channels = connections.channels
+            assert len(channels) == 2  # one per worker, each over its Unix socket
+            assert len({c.session.unix_path for c in channels}) == 2
+            assert connections.workers_fill_cores(channels)  # 2 workers, 1 core
+            assert not connections.workers_fill_cores(channels[:1])  # one reply: nothing to wait
+            results, broken = connections.collect(connections.send(_resets(4, 0)))
+            assert broken == []
+            assert sorted(i for c, _ in results for i in c.indices) == [0, 1, 2, 3]
+        finally:
+            connections.close()
+        with _cpus(1):  # plain sessions of one server process: one worker
+            plain = _open_on(server, 2, encoding="json", per_connection=None)
+        try:
+            assert [c.batch for c in plain.channels] == [False, False]
+            assert plain.workers_fill_cores(plain.channels)
+        finally:
+            plain.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
+def test_round_trips_read_apart_while_the_client_has_a_core_of_its_own() -> None:
+    serve = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "1"]
+    with LocalServerProcess(serve) as server:
+        with _cpus(2):
+            shared = _open_on(server, 4, per_connection=2)  # two connections, one worker
+            plain = _open_on(server, 2, encoding="json", per_connection=None)
+        try:
+            assert len(shared.channels) == 2
+            assert len({c.session.unix_path for c in shared.channels}) == 1
+            assert not shared.workers_fill_cores(shared.channels)
+            assert not plain.workers_fill_cores(plain.channels)
+        finally:
+            shared.close()
+            plain.close()
