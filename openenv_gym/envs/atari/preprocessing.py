@@ -158,8 +158,12 @@ class FramePipeline:
             import cv2
         self._cv2 = cv2
         self._env = env
-        self._ale = env.ale
+        ale = self._ale = env.ale
         self.settings = settings
+        # Bound once: an agent step calls them a dozen times.
+        self._act_frame = ale.act
+        self._is_over = ale.game_over
+        self._grab_screen = ale.getScreenGrayscale if settings.gray_scale else ale.getScreenRGB
         self._actions = list(env.ale.getMinimalActionSet())
         if len(env.get_action_meanings()) != len(self._actions):
             self._actions = list(env.ale.getLegalActionSet())
@@ -169,6 +173,9 @@ class FramePipeline:
         self._raw = [np.zeros(raw, np.uint8), np.zeros(raw, np.uint8)]
         self._pooled = np.zeros(raw, np.uint8)  # the max of the two, written in place
         small = (settings.img_height, settings.img_width)
+        #: ``cv2.resize``'s (width, height), or ``None``: frames keep ALE's size.
+        self._resize_to = None if small == (_RAW_HEIGHT, _RAW_WIDTH) else small[::-1]
+        self._frame_shape = (settings.channels, *small)
         self._small = np.zeros(small if settings.gray_scale else (*small, 3), np.uint8)
         self._stack = np.zeros(settings.observation_shape, np.uint8)
         self._interpolation = cv2.INTER_AREA if settings.use_inter_area_resize else cv2.INTER_LINEAR
@@ -195,10 +202,10 @@ class FramePipeline:
             self._grab(self._raw[0])
             frame = self._raw[0]
         else:
-            frame, _ = self._skip(0)
+            frame, _, _ = self._skip(0)
         if self._fire:
             for action in (1, 2):
-                frame, _ = self._skip(action)
+                frame, _, _ = self._skip(action)
                 if self._ale.game_over():
                     self._env.reset()
                     frame = self._grab(self._raw[0])
@@ -215,33 +222,45 @@ class FramePipeline:
             or a life lost with ``episodic_life``), and the info (``raw_reward`` the unclipped
             reward, ``game_over`` the real end of the game).
         """
-        frame, reward = self._skip(action)
-        self._game_over = bool(self._ale.game_over())
-        lives = self._ale.lives()
+        frame, reward, over = self._skip(action)
+        ale = self._ale
+        lives = ale.lives()
         life_lost = self.settings.episodic_life and 0 < lives < self._lives
         self._lives = lives
+        self._game_over = over
         self._push(frame, fill=False)
         clipped = float((reward > 0) - (reward < 0)) if self.settings.reward_clip else reward
-        return self._stack.copy(), clipped, self._game_over or life_lost, self._info(reward)
+        info = {
+            "lives": lives,
+            "episode_frame_number": ale.getEpisodeFrameNumber(),
+            "frame_number": ale.getFrameNumber(),
+            "raw_reward": reward,
+            "game_over": over,
+        }
+        return self._stack.copy(), clipped, over or life_lost, info
 
-    def _skip(self, action: int) -> tuple[np.ndarray, float]:
+    def _skip(self, action: int) -> tuple[np.ndarray, float, bool]:
         """Repeat ``action`` for ``frame_skip`` frames (fewer if the game ends): the max of
-        the last two frames emulated (one if only one was), and the summed reward."""
-        skip = self.settings.frame_skip
+        the last two frames emulated (one if only one was), the summed reward, and whether
+        the game is over."""
+        act, is_over, grab = self._act_frame, self._is_over, self._grab_screen
+        first, second = self._raw
         ale_action = self._actions[action]
-        reward = 0.0
+        skip = self.settings.frame_skip
+        reward = 0
+        over = False
         grabbed = 0
         for t in range(skip):
-            reward += self._ale.act(ale_action)
-            over = self._ale.game_over()
-            if t >= skip - 2 or over:
-                self._grab(self._raw[grabbed % 2])
+            reward += act(ale_action)
+            over = bool(is_over())
+            if over or t >= skip - 2:
+                grab(second if grabbed else first)  # at most two: the last two frames
                 grabbed += 1
             if over:
                 break
         if grabbed == 1:
-            return self._raw[0], float(reward)
-        return np.maximum(self._raw[0], self._raw[1], out=self._pooled), float(reward)
+            return first, float(reward), over
+        return np.maximum(first, second, out=self._pooled), float(reward), over
 
     def _grab(self, out: np.ndarray) -> np.ndarray:
         if self.settings.gray_scale:
@@ -253,22 +272,19 @@ class FramePipeline:
     def _push(self, frame: np.ndarray, *, fill: bool) -> None:
         """Resize ``frame`` and push it onto the stack (into every slot with ``fill``)."""
         s = self.settings
-        if (s.img_height, s.img_width) != (_RAW_HEIGHT, _RAW_WIDTH):
+        if self._resize_to is not None:
             frame = self._cv2.resize(
-                frame,
-                (s.img_width, s.img_height),
-                dst=self._small,
-                interpolation=self._interpolation,
+                frame, self._resize_to, dst=self._small, interpolation=self._interpolation
             )
         if not s.gray_scale:
             frame = frame.transpose(2, 0, 1)
-        c = s.channels
         stack = self._stack
         if fill:
-            stack[...] = np.tile(frame.reshape(c, s.img_height, s.img_width), (s.stack_num, 1, 1))
+            stack[...] = np.tile(frame.reshape(self._frame_shape), (s.stack_num, 1, 1))
             return
+        c = self._frame_shape[0]
         stack[:-c] = stack[c:]
-        stack[-c:] = frame.reshape(c, s.img_height, s.img_width)
+        stack[-c:] = frame.reshape(self._frame_shape)
 
     def _info(self, raw_reward: float) -> dict[str, Any]:
         return {
