@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
+from openenv_gym.bench.link_server import PrivateShmServerProcess
 from openenv_gym.client.capacity import fetch_capacity
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.envs.gymnasium import gymnasium_server
@@ -277,13 +278,30 @@ def test_round_trips_read_together_once_this_hosts_workers_fill_the_cores() -> N
             assert sorted(i for c, _ in results for i in c.indices) == [0, 1, 2, 3]
         finally:
             connections.close()
-        with _cpus(1):  # plain sessions of one server process: one worker
+        with _cpus(1):  # plain sessions (as to an official server): always as they come
             plain = _open_on(server, 2, encoding="json", per_connection=None)
         try:
             assert [c.batch for c in plain.channels] == [False, False]
-            assert plain.workers_fill_cores(plain.channels)
+            assert not plain.workers_fill_cores(plain.channels)
         finally:
             plain.close()
+
+
+def test_round_trips_to_another_hosts_workers_read_each_reply_as_it_comes() -> None:
+    # Its own /dev/shm and no Unix socket: a server this client reaches over TCP only.
+    serve = ["gymnasium", "--env-id", "CartPole-v1", "--workers", "2"]
+    with PrivateShmServerProcess(serve) as server:
+        with _cpus(1):
+            connections = _open_on(server, 4, per_connection=2)
+        try:
+            channels = connections.channels
+            assert len(channels) == 2
+            assert all(isinstance(c, BatchChannel) for c in channels)
+            assert [c.session.unix_path for c in channels] == [None, None]
+            assert not any(c.shared_memory for c in channels if isinstance(c, BatchChannel))
+            assert not connections.workers_fill_cores(channels)
+        finally:
+            connections.close()
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
