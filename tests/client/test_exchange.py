@@ -5,6 +5,7 @@ connection order, failures in place, and with ``together=True`` none before the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -54,39 +55,37 @@ def held() -> Iterator[HeldReplies]:
         yield replies
 
 
-def _open(server: RawWebSocketServer, count: int) -> list[BlockingConnection]:
+@contextlib.contextmanager
+def _opened(server: RawWebSocketServer, count: int) -> Iterator[list[BlockingConnection]]:
+    """``count`` connections to ``server``, closed afterwards."""
     url = server.url.replace("http://", "ws://") + "/ws"
-    return [BlockingConnection.open(url, OPTIONS) for _ in range(count)]
-
-
-def test_replies_come_in_connection_order_either_way(held: HeldReplies) -> None:
-    held.release()
-    connections = _open(held.server, 3)
+    connections = [BlockingConnection.open(url, OPTIONS) for _ in range(count)]
     try:
-        for together in (False, True):
-            sent = send_many(connections, ["a", "b", "c"])
-            replies = list(receive_each(connections, sent, 10.0, together=together))
-            assert replies == ["echo a", "echo b", "echo c"]
+        yield connections
     finally:
         for connection in connections:
             connection.close()
 
 
+def test_replies_come_in_connection_order_either_way(held: HeldReplies) -> None:
+    held.release()
+    with _opened(held.server, 3) as connections:
+        for together in (False, True):
+            sent = send_many(connections, ["a", "b", "c"])
+            replies = list(receive_each(connections, sent, 10.0, together=together))
+            assert replies == ["echo a", "echo b", "echo c"]
+
+
 def test_apart_yields_the_first_reply_while_a_later_one_is_still_held(held: HeldReplies) -> None:
-    connections = _open(held.server, 2)
-    try:
+    with _opened(held.server, 2) as connections:
         sent = send_many(connections, ["fast", "held slow"])
         replies = receive_each(connections, sent, 10.0)
         assert next(replies) == "echo fast"  # the held reply cannot have come: not released
         held.release()
         assert next(replies) == "echo held slow"
-    finally:
-        for connection in connections:
-            connection.close()
 
 
 def test_together_yields_nothing_before_the_last_reply_is_in(held: HeldReplies) -> None:
-    connections = _open(held.server, 2)
     released_before: list[bool] = []
 
     def release_later() -> None:
@@ -94,7 +93,7 @@ def test_together_yields_nothing_before_the_last_reply_is_in(held: HeldReplies) 
         released_before.append(True)  # noted before the server may answer
         held.release()
 
-    try:
+    with _opened(held.server, 2) as connections:
         sent = send_many(connections, ["fast", "held slow"])
         releaser = threading.Thread(target=release_later)
         releaser.start()
@@ -103,37 +102,28 @@ def test_together_yields_nothing_before_the_last_reply_is_in(held: HeldReplies) 
         assert released_before == [True]  # ...but only once the held one was let go
         assert next(replies) == "echo held slow"
         releaser.join()
-    finally:
-        for connection in connections:
-            connection.close()
 
 
 def test_together_reports_a_closed_connection_in_place(held: HeldReplies) -> None:
     held.release()
-    connections = _open(held.server, 3)
-    try:
+    with _opened(held.server, 3) as connections:
         connections[1].close()
         sent = send_many(connections, ["a", "b", "c"])
         replies = list(receive_each(connections, sent, 10.0, together=True))
         assert replies[0] == "echo a"
         assert isinstance(replies[1], SessionClosedError)
         assert replies[2] == "echo c"
-    finally:
-        for connection in connections:
-            connection.close()
 
 
 def test_together_times_out_on_a_reply_that_never_comes(held: HeldReplies) -> None:
-    connections = _open(held.server, 2)
-    try:
-        sent = send_many(connections, ["a", "held forever"])
-        replies = list(receive_each(connections, sent, 0.5, together=True))
-        assert replies[0] == "echo a"
-        assert isinstance(replies[1], ReplyTimeoutError)
-        assert connections[1].closed  # a late reply would pair with the next request
-        assert not connections[0].closed
-        assert exchange_many(connections[:1], ["again"], 10.0) == ["echo again"]
-    finally:
-        held.release()
-        for connection in connections:
-            connection.close()
+    with _opened(held.server, 2) as connections:
+        try:
+            sent = send_many(connections, ["a", "held forever"])
+            replies = list(receive_each(connections, sent, 0.5, together=True))
+            assert replies[0] == "echo a"
+            assert isinstance(replies[1], ReplyTimeoutError)
+            assert connections[1].closed  # a late reply would pair with the next request
+            assert not connections[0].closed
+            assert exchange_many(connections[:1], ["again"], 10.0) == ["echo again"]
+        finally:
+            held.release()
