@@ -64,9 +64,9 @@ def receive_each(
     first: its server got its frame last), then yields them in order. That is for a
     client whose cores the servers' workers fill: decoding a reply, or busy-polling, while
     another worker is still at work takes that worker's core, and the round trip waits for
-    it (measured on 2 cores: busy-polling cost preprocessed Pong N=8 3-5% of its steps/s,
-    and sleeping through to the last reply gained 2.5-3%; CartPole N=8 and N=16 stayed
-    within 1%).
+    it (measured on 2 cores, preprocessed Pong N=8: busy-polling through to the last reply
+    cost 3-5% of the steps/s, sleeping through to it gained 1-3% over decoding each reply
+    as it came).
 
     In place of a reply:
 
