@@ -52,7 +52,13 @@ def small_server() -> Iterator[ServerThread]:
 
 
 def _connections(
-    num_envs: int, url: str | None, *, encoding: str = "auto", id: str | None = None
+    num_envs: int,
+    url: str | None,
+    *,
+    encoding: str = "auto",
+    id: str | None = None,
+    token: str | None = None,
+    per_connection: int | None = None,
 ) -> tuple[Connections, Any]:
     """Connections placed on ``url`` (or on the embedded server of ``id``), not yet open,
     and the observation codec of their env."""
@@ -60,9 +66,10 @@ def _connections(
     connections = Connections(
         num_envs,
         encoding=resolve_encoding(encoding),
-        connect_options=ConnectOptions(encoding=encoding),
+        connect_options=ConnectOptions(encoding=encoding, token=token),
+        sessions_per_connection=per_connection,
     )
-    template = make_template(id, urls, {"reply_timeout": 30.0}, encoding)
+    template = make_template(id, urls, {"reply_timeout": 30.0, "token": token}, encoding)
     codec = template.observation_codec
     connections.adopt(template, urls, borrow_arrays=False)
     return connections, codec
@@ -247,17 +254,12 @@ def _cpus(count: int) -> Iterator[None]:
 def _open_on(
     server: LocalServerProcess, num_envs: int, *, encoding: str = "auto", per_connection: int | None
 ) -> Connections:
-    options = ConnectOptions(encoding=encoding, token=server.token)
-    connections = Connections(
-        num_envs,
-        encoding=resolve_encoding(encoding),
-        connect_options=options,
-        sessions_per_connection=per_connection,
+    """Every sub-env's session open on ``server``, as a vector env opens them."""
+    url = server.base_url
+    connections, _ = _connections(
+        num_envs, url, encoding=encoding, token=server.token, per_connection=per_connection
     )
-    urls = [server.base_url]
-    template = make_template(None, urls, {"reply_timeout": 30.0, "token": server.token}, encoding)
-    connections.check_capacity({server.base_url: num_envs})  # learns the workers, as a vector env
-    connections.adopt(template, urls, borrow_arrays=False)
+    connections.check_capacity({url: num_envs})  # learns the workers, as a vector env does
     connections.open(range(num_envs), check_capacity=True)
     return connections
 

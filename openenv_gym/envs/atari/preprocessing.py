@@ -212,7 +212,7 @@ class FramePipeline:
         self._lives = self._ale.lives()
         self._game_over = False
         self._push(frame, fill=new_game)
-        return self._stack.copy(), self._info(0.0)
+        return self._stack.copy(), self._info(0.0, self._lives, bool(self._ale.game_over()))
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         """One agent step: ``frame_skip`` frames of ``action``.
@@ -223,21 +223,13 @@ class FramePipeline:
             reward, ``game_over`` the real end of the game).
         """
         frame, reward, over = self._skip(action)
-        ale = self._ale
-        lives = ale.lives()
+        lives = self._ale.lives()
         life_lost = self.settings.episodic_life and 0 < lives < self._lives
         self._lives = lives
         self._game_over = over
         self._push(frame, fill=False)
         clipped = float((reward > 0) - (reward < 0)) if self.settings.reward_clip else reward
-        info = {
-            "lives": lives,
-            "episode_frame_number": ale.getEpisodeFrameNumber(),
-            "frame_number": ale.getFrameNumber(),
-            "raw_reward": reward,
-            "game_over": over,
-        }
-        return self._stack.copy(), clipped, over or life_lost, info
+        return self._stack.copy(), clipped, over or life_lost, self._info(reward, lives, over)
 
     def _skip(self, action: int) -> tuple[np.ndarray, float, bool]:
         """Repeat ``action`` for ``frame_skip`` frames (fewer if the game ends): the max of
@@ -263,10 +255,7 @@ class FramePipeline:
         return np.maximum(first, second, out=self._pooled), float(reward), over
 
     def _grab(self, out: np.ndarray) -> np.ndarray:
-        if self.settings.gray_scale:
-            self._ale.getScreenGrayscale(out)
-        else:
-            self._ale.getScreenRGB(out)
+        self._grab_screen(out)
         return out
 
     def _push(self, frame: np.ndarray, *, fill: bool) -> None:
@@ -286,13 +275,16 @@ class FramePipeline:
         stack[:-c] = stack[c:]
         stack[-c:] = frame.reshape(self._frame_shape)
 
-    def _info(self, raw_reward: float) -> dict[str, Any]:
+    def _info(self, raw_reward: float, lives: int, game_over: bool) -> dict[str, Any]:
+        """The info of a reset or step; ``lives`` and ``game_over`` as the caller read them
+        (a step has them already: no second call into the emulator)."""
+        ale = self._ale
         return {
-            "lives": int(self._ale.lives()),
-            "episode_frame_number": int(self._ale.getEpisodeFrameNumber()),
-            "frame_number": int(self._ale.getFrameNumber()),
+            "lives": int(lives),
+            "episode_frame_number": int(ale.getEpisodeFrameNumber()),
+            "frame_number": int(ale.getFrameNumber()),
             "raw_reward": float(raw_reward),
-            "game_over": bool(self._ale.game_over()),
+            "game_over": game_over,
         }
 
 
