@@ -41,3 +41,29 @@ def test_env_pairs_must_be_a_positive_integer(
         main(["--no-train", "--env-pairs", value])
     assert exited.value.code == 2  # argparse's usage error, before anything runs
     assert "--env-pairs: expected a positive integer" in capsys.readouterr().err
+
+
+def test_env_only_pairs_take_turns_and_end_with_the_median() -> None:
+    """Ours against envpool, two pairs of a few real steps: the second pair runs envpool
+    first and a last row gives the median; without envpool, ours runs once and the envpool
+    row says it was skipped (no ratio is made up)."""
+    from openenv_gym.bench.atari_training import env_only
+
+    try:
+        import envpool  # noqa: F401
+    except ImportError:
+        rows = env_only(2, 3, pairs=2)
+        assert [row.name for row in rows] == ["env only, ours N=2", "env only, envpool N=2"]
+        assert rows[0].steps_per_s > 0
+        assert rows[1].note.startswith("skipped:")
+        return
+    rows = env_only(2, 3, pairs=2)
+    names = [row.name.removeprefix("env only, ") for row in rows]
+    assert names == ["ours N=2", "envpool N=2", "envpool N=2", "ours N=2", "ours / envpool N=2"]
+    ratios = [
+        rows[0].steps_per_s / rows[1].steps_per_s,  # ours first
+        rows[3].steps_per_s / rows[2].steps_per_s,  # envpool first
+    ]
+    assert f"ours {ratios[0]:.2f}x" in rows[1].note
+    assert f"ours {ratios[1]:.2f}x" in rows[3].note
+    assert rows[-1].note.startswith(f"median {sum(ratios) / 2:.2f}x of 2 pairs")
