@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from typing import Any, Final
 import numpy as np
 
 from openenv_gym.argument_types import positive_int
+from openenv_gym.bench.targets import MET, NOT_MET
 from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
 
 #: SB3's AtariWrapper settings and a 4-frame stack, as our server's (envpool's) options,
@@ -256,14 +258,11 @@ def ratio_verdict(ratios: Sequence[float], target: float = ENV_ONLY_TARGET) -> s
         >>> ratio_verdict([0.95])
         'median 0.95x of 1 pair (0.95-0.95x); target >= 0.9x: met'
     """
-    ordered = sorted(ratios)
-    count = len(ordered)
-    middle = count // 2
-    median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    pairs = f"{count} pair" + ("s" if count != 1 else "")
-    verdict = "met" if median >= target else "not met"
+    median = statistics.median(ratios)
+    pairs = f"{len(ratios)} pair" + ("s" if len(ratios) != 1 else "")
+    verdict = MET if median >= target else NOT_MET
     return (
-        f"median {median:.2f}x of {pairs} ({ordered[0]:.2f}-{ordered[-1]:.2f}x); "
+        f"median {median:.2f}x of {pairs} ({min(ratios):.2f}-{max(ratios):.2f}x); "
         f"target >= {target:g}x: {verdict}"
     )
 
