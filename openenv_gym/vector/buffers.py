@@ -283,6 +283,11 @@ class BatchBuffers:
         if ended.any() or self.pending_resets:
             self.pending_resets = np.flatnonzero(self.autoreset).tolist()
 
+    def note_ended(self) -> None:
+        """An episode ended in the step being written (:meth:`end_step` then works out
+        which sub-envs the next step resets)."""
+        self._ended_now = True
+
     def end_step(self) -> None:
         """After a step: which sub-envs the next step resets (none with SAME_STEP).
 

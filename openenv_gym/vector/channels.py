@@ -36,6 +36,7 @@ from openenv_gym.wire.batch import (
     parse_batch_result,
     parse_batch_states,
 )
+from openenv_gym.wire.binary import load_frame
 from openenv_gym.wire.compression_policy import BATCH_WARMUP_STEPS, CompressionPolicy
 from openenv_gym.wire.messages import (
     ObservationReply,
@@ -177,6 +178,10 @@ class BatchChannel(Channel):
     ) -> None:
         self.session = session
         self.indices = indices
+        #: The ``indices`` of a ``batch_result`` that answers every session, in order.
+        self.every_session = list(range(len(indices)))
+        #: Its positions as a ``batch_result``'s ``metadata`` names them.
+        self.every_key = [str(k) for k in self.every_session]
         self._shared = SharedArrayReader(borrow=borrow) if shared_memory else None
         self._copy = not borrow
         self._compressed = compressed
@@ -219,11 +224,33 @@ class BatchChannel(Channel):
         except (ServerReplyError, ProtocolError) as exc:
             name_sub_envs(exc, self.indices, url)
             raise
+        self._record()
+        return result
+
+    def load(self, raw: str | bytes) -> Any:
+        """The message of a reply with its arrays put back, read as :meth:`parse` reads it
+        but not checked (for :class:`~openenv_gym.vector.steady_step.SteadyStep`, which
+        checks what a plain result needs, and leaves anything else to :meth:`parse`).
+
+        Raises:
+            CompressedFrameError, ProtocolError: The frame cannot be read.
+        """
+        message = load_frame(
+            raw,
+            self._shared,
+            limit=self.session.max_message_size,
+            copy=self._copy,
+            compressed=self._compressed,
+        )
+        self._record()
+        return message
+
+    def _record(self) -> None:
+        """Tell the compression policy how long the round trip took (once per reply)."""
         asked = self._asked
         if asked is not None and self.policy is not None:
             self.policy.record(asked, time.perf_counter() - self._sent)
             self._asked = None
-        return result
 
     def state_frame(self) -> str:
         return BATCH_STATE_FRAME

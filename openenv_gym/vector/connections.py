@@ -17,7 +17,7 @@ is :meth:`Connections.reopen`, retried as :mod:`openenv_gym.vector.reconnect` sa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -331,11 +331,32 @@ class Connections:
         sent = send_many([c.session for c in channels], frames)
         return Pending(channels, frames, sent)
 
+    def receive_at_once(self, pending: Pending) -> list[str | bytes | OpenEnvGymError] | None:
+        """Every reply of :meth:`send`'s round trip, read before any is decoded (what comes
+        in place of a reply: :func:`~openenv_gym.client.exchange.receive_each`), when
+        nothing is lost by it: one connection, or replies read together anyway
+        (:meth:`workers_fill_cores`). ``None`` otherwise (replies from many servers, each
+        decoded while the later ones still step), with nothing sent or read.
+        :meth:`collect` takes the list as ``raws``."""
+        channels = pending.channels
+        together = len(channels) > 1
+        if together and not self.workers_fill_cores(channels):
+            return None
+        sessions = [c.session for c in channels]
+        sent = pending.sent
+        if sent is None:
+            sent = send_many(sessions, pending.frames)
+        return list(receive_each(sessions, sent, self._reply_timeout, together=together))
+
     def collect(
-        self, pending: Pending, take: Callable[[Channel, BatchResult], None] | None = None
+        self,
+        pending: Pending,
+        take: Callable[[Channel, BatchResult], None] | None = None,
+        raws: Sequence[str | bytes | OpenEnvGymError] | None = None,
     ) -> tuple[list[tuple[Channel, BatchResult]], list[tuple[Channel, OpenEnvGymError]]]:
         """The replies of :meth:`send`: ``(channel, result)`` pairs, and the
-        ``(channel, error)`` pairs of broken connections.
+        ``(channel, error)`` pairs of broken connections (``raws``: the replies
+        :meth:`receive_at_once` read already).
 
         ``take`` gets each result as soon as its reply is read and parsed, while the later
         servers may still be stepping. Whatever fails, every reply of the round trip is
@@ -347,18 +368,21 @@ class Connections:
                 sub-env).
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
-        sessions = [c.session for c in pending.channels]
-        sent = pending.sent
-        if sent is None:
-            sent = send_many(sessions, pending.frames)
-        raws = receive_each(
-            sessions, sent, self._reply_timeout, together=self.workers_fill_cores(pending.channels)
-        )
+        replies: Iterable[str | bytes | OpenEnvGymError]
+        if raws is None:
+            sessions = [c.session for c in pending.channels]
+            sent = pending.sent
+            if sent is None:
+                sent = send_many(sessions, pending.frames)
+            together = self.workers_fill_cores(pending.channels)
+            replies = receive_each(sessions, sent, self._reply_timeout, together=together)
+        else:
+            replies = raws
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         url_of = self._servers.url_of
         try:
-            for channel, raw in zip(pending.channels, raws, strict=True):
+            for channel, raw in zip(pending.channels, replies, strict=True):
                 if isinstance(raw, OpenEnvGymError):
                     broken.append((channel, raw))
                     continue
@@ -367,7 +391,7 @@ class Connections:
                 if take is not None:
                     take(channel, result)
         except BaseException:
-            for _ in raws:  # read what is left, so the next request gets its own replies
+            for _ in replies:  # read what is left, so the next request gets its own replies
                 pass
             raise
         return results, broken
@@ -402,18 +426,20 @@ class Connections:
         retry: Sequence[Op | None] | None = None,
         reset: Op | None = None,
         take: Callable[[Channel, BatchResult], None] | None = None,
+        raws: Sequence[str | bytes | OpenEnvGymError] | None = None,
     ) -> tuple[list[tuple[Channel, BatchResult]], list[int]]:
         """:meth:`collect`, then, for broken connections, :meth:`reopen` (``reconnect``) or
         raise; returns the results and the sub-envs whose connection was reopened.
 
         With ``retry`` (resets), the reopened sub-envs get their op again (``reset`` when
         they had none) and their results are among those returned (none reopened then).
+        ``raws``: the replies :meth:`receive_at_once` read already.
 
         Raises:
             SubEnvError: A connection broke (``reconnect`` off), reconnecting failed, or
                 the retried ops broke again.
         """
-        results, broken = self.collect(pending, take)
+        results, broken = self.collect(pending, take, raws)
         if not broken:
             return results, []
         if not reconnect:

@@ -210,13 +210,13 @@ def _merge_columns(
 ) -> dict[str, Any]:
     """``infos`` with each key's ``columns`` values merged in as sub-envs ``targets``' (in
     key order). When the targets are every sub-env in order, a key new to ``infos`` gets its
-    column in one numpy call (:func:`_full_column`), equal to ``_add_info``'s."""
+    column in one numpy call (:func:`full_column`), equal to ``_add_info``'s."""
     where = _rows(targets)
     every_mask = np.ones(num_envs, dtype=np.bool_) if where == slice(0, num_envs) else None
     for key, values in columns.items():
         if every_mask is not None and key not in infos and key != "final_obs":
             mask_key = f"_{key}"
-            column = None if mask_key in infos else _full_column(values, num_envs)
+            column = None if mask_key in infos else full_column(values, num_envs)
             if column is not None:
                 infos[key], infos[mask_key] = column, every_mask.copy()
                 continue
@@ -224,7 +224,7 @@ def _merge_columns(
     return infos
 
 
-def _full_column(values: Sequence[Any], num_envs: int) -> np.ndarray | None:
+def full_column(values: Sequence[Any], num_envs: int) -> np.ndarray | None:
     """The info column of one value per sub-env, as ``_add_info`` would fill it value by
     value: Python numbers of the first one's type (a numeric array; a later value numpy
     casts to another dtype, e.g. a float after ints, is left to the general path), or plain
@@ -232,7 +232,7 @@ def _full_column(values: Sequence[Any], num_envs: int) -> np.ndarray | None:
     for anything else.
 
     Example:
-        >>> _full_column([1, 2], 2), _full_column([1, 2.5], 2), _full_column(["a", [1]], 2)
+        >>> full_column([1, 2], 2), full_column([1, 2.5], 2), full_column(["a", [1]], 2)
         (array([1, 2]), None, array(['a', list([1])], dtype=object))
     """
     first = type(values[0])
@@ -327,6 +327,7 @@ __all__ = [
     "AddInfo",
     "ResultRows",
     "empty_column",
+    "full_column",
     "info_adder",
     "merge_column",
     "merge_result_infos",

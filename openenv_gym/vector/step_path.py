@@ -37,6 +37,7 @@ from openenv_gym.vector.connections import Connections, Pending
 from openenv_gym.vector.infos import AddInfo, ResultRows
 from openenv_gym.vector.options import SubEnvSpec, make_template, spread_over
 from openenv_gym.vector.round_trip import Op
+from openenv_gym.vector.steady_step import SteadyStep
 from openenv_gym.wire.batch import BatchResult
 from openenv_gym.wire.messages import reset_message
 
@@ -78,6 +79,9 @@ class StepPath:
         self.plain_reset: dict[str, Any] = reset_message(**template.reset_kwargs)["data"]
         self.num_envs = buffers.num_envs
         self._every = list(range(self.num_envs))
+        #: Takes the steps whose replies are all plain batch results in one pass (``None``:
+        #: this env's space or codec needs the general path every step).
+        self.steady = SteadyStep(buffers) if SteadyStep.supports(buffers) else None
         # The step sent and not collected yet, and the sub-envs whose op was an autoreset.
         self._pending: tuple[Pending, frozenset[int] | None] | None = None
         #: The sub-envs whose connection the last :meth:`collect` reopened.
@@ -167,6 +171,16 @@ class StepPath:
             raise VectorUsageError("step_wait() was called without step_async(actions) first")
         (pending, was_resetting), self._pending = self._pending, None
         buffers = self.buffers
+        raws = None
+        steady = self.steady
+        if was_resetting is None and steady is not None and steady.worth_trying():
+            raws = self.connections.receive_at_once(pending)
+            if raws is not None:
+                steady_infos = steady.take(pending.channels, raws)
+                if steady_infos is not None:
+                    self.reconnected = []
+                    buffers.finish()
+                    return steady_infos, {}
         infos: dict[str, Any] = {}
         ended: dict[int, dict[str, Any]] = {}  # SAME_STEP: ended, not yet reset -> final_info
         taken: list[Channel] = []  # the channels whose reply was written (no numpy per reply)
@@ -183,7 +197,7 @@ class StepPath:
 
         try:
             _, reconnected = self.connections.collect_or_reopen(
-                pending, reconnect=self.reconnect, take=take
+                pending, reconnect=self.reconnect, take=take, raws=raws
             )
         except BaseException:
             if self.autoreset_mode == AutoresetMode.NEXT_STEP:

@@ -1,0 +1,151 @@
+"""The steady step (:mod:`openenv_gym.vector.steady_step`) against the general path, on real
+servers: two vector envs with the same seeds and actions, one taking plain replies in one
+pass and one with the steady step turned off, return the same observations, rewards,
+flags and infos at every step, in every autoreset mode, with time limits, Atari's
+metadata and replies the steady step must leave alone."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym import OpenEnvVectorEnv
+from openenv_gym.bench.atari_training import ATARI_OPTIONS
+from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.server import ServerThread
+from openenv_gym.vector.steady_step import GIVE_UP_AFTER, RETRY_AFTER, SteadyStep
+
+
+@pytest.fixture
+def two_cores() -> Iterator[None]:
+    """At most two of this process's cores (and its embedded servers'), so an embedded
+    server's workers fill them: its replies are read at once, as on the 2-core CI machine."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, sorted(before)[:2])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@pytest.fixture(scope="module")
+def taxi_url() -> Iterator[str]:
+    """Taxi-v3: its info holds an ``action_mask`` array, which the steady step leaves alone."""
+    with ServerThread(gymnasium_server("Taxi-v3", max_sessions=16)) as server:
+        yield server.url
+
+
+def _steady(envs: Any) -> SteadyStep:
+    steady = envs.unwrapped._path.steady
+    assert isinstance(steady, SteadyStep), "this env should take steady steps"
+    return steady
+
+
+def _general(envs: Any) -> Any:
+    envs.unwrapped._path.steady = None
+    return envs
+
+
+def _same(step: int, ours: tuple[Any, ...], general: tuple[Any, ...]) -> None:
+    names = ("obs", "rewards", "terminations", "truncations", "infos")
+    if len(ours) == 2:  # a reset
+        names = ("obs", "infos")
+    for name, a, b in zip(names, ours, general, strict=True):
+        assert data_equivalence(a, b), f"step {step}: {name} differ:\n{a}\n{b}"
+    for key, value in ours[-1].items():  # dtypes too (data_equivalence compares values)
+        assert getattr(value, "dtype", None) == getattr(general[-1][key], "dtype", None), key
+
+
+def _step_both(
+    make: Callable[[], Any],
+    steps: int,
+    *,
+    seed: int = 0,
+    reset_ended: bool = False,
+) -> tuple[SteadyStep, int]:
+    """Step a steady env and a general one alike; returns the steady step and the steps."""
+    ours, general = make(), _general(make())
+    try:
+        steady = _steady(ours)
+        _same(-1, ours.reset(seed=seed), general.reset(seed=seed))
+        ours.single_action_space.seed(seed)
+        for step in range(steps):
+            actions = np.array([ours.single_action_space.sample() for _ in range(ours.num_envs)])
+            result = ours.step(actions)
+            _same(step, result, general.step(actions))
+            ended = result[2] | result[3]
+            if reset_ended and ended.any():  # DISABLED: the caller resets what ended
+                options = {"reset_mask": ended}
+                _same(step, ours.reset(options=options), general.reset(options=options))
+        return steady, steps
+    finally:
+        ours.close()
+        general.close()
+
+
+@pytest.mark.usefixtures("two_cores")
+def test_preprocessed_atari_steps_equal_the_general_path() -> None:
+    """Two server workers, replies read together: metadata, lists and numbers in infos."""
+
+    def make() -> Any:
+        return gym.make_vec("openenv/Atari-v0", num_envs=4, game="pong", **ATARI_OPTIONS)
+
+    steady, steps = _step_both(make, 40)
+    assert steady.taken == steps  # Pong's episodes outlast 40 steps: every step was plain
+
+
+@pytest.mark.parametrize(
+    "mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+)
+def test_cartpole_with_time_limits_equals_the_general_path(
+    cartpole_url: str, mode: AutoresetMode
+) -> None:
+    """One connection; episodes end by termination and by the client-side time limit, and
+    the server's exact flags come with every reply."""
+
+    def make() -> Any:
+        return OpenEnvVectorEnv(
+            "openenv/Remote-v0",
+            num_envs=6,
+            base_url=cartpole_url,
+            max_episode_steps=9,
+            autoreset_mode=mode,
+        )
+
+    disabled = mode == AutoresetMode.DISABLED
+    steady, steps = _step_both(make, 80, reset_ended=disabled)
+    if disabled:  # the caller resets what ended (reset()): every step is plain
+        assert steady.taken == steps
+    else:  # a NEXT_STEP reset, or a SAME_STEP final reply, goes the general way
+        assert 0 < steady.taken < steps
+
+
+def test_replies_with_array_infos_go_the_general_way(taxi_url: str) -> None:
+    """Taxi's ``action_mask`` info is an array: the steady step declines, stops trying after
+    GIVE_UP_AFTER steps and tries again RETRY_AFTER steps later, every step as the general
+    path's."""
+
+    def make() -> Any:
+        return OpenEnvVectorEnv("openenv/Remote-v0", num_envs=3, base_url=taxi_url)
+
+    steady, _ = _step_both(make, GIVE_UP_AFTER + 5)
+    assert steady.taken == 0
+    envs = make()
+    try:
+        steady = _steady(envs)
+        envs.reset(seed=1)
+        for _ in range(GIVE_UP_AFTER):
+            envs.step(envs.action_space.sample())
+        for _ in range(RETRY_AFTER):
+            assert not steady.worth_trying()
+        assert steady.worth_trying()  # one more try, after RETRY_AFTER steps
+    finally:
+        envs.close()
