@@ -31,11 +31,11 @@ from openenv_gym.wire.batch import (
     BATCH_STATE,
     BATCH_STATES,
     BATCH_STEP,
-    encode_batch_result,
     parse_batch_message,
     parse_batch_open,
     parse_batch_step,
 )
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.client_frames import ClientMessageError
 from openenv_gym.wire.compressed import (
     ZSTD,
@@ -50,6 +50,7 @@ from openenv_gym.wire.messages import (
     encode_json,
     error_message,
 )
+from openenv_gym.wire.repeated_columns import REPEAT, RepeatedColumns
 from openenv_gym.wire.shared_memory import SharedArrayWriter, probe_matches
 
 logger = logging.getLogger("openenv_gym.server")
@@ -81,6 +82,8 @@ class BatchHandler:
         self.shared: SharedArrayWriter | None = None
         #: Packs result frames, when the client asked and no shared memory was agreed.
         self.compressor: FrameCompressor | None = None
+        #: Sends columns once while they repeat, when the client offered it.
+        self.repeated: RepeatedColumns | None = None
         self._taken = 0
 
     def on_message(self, message: bytes) -> None:
@@ -101,7 +104,13 @@ class BatchHandler:
             if kind == BATCH_STEP:
                 ops, same_step_reset = parse_batch_step(data, len(sessions))
                 frame, text = _step(
-                    manager, sessions, ops, same_step_reset, self.truncated_key, self.shared
+                    manager,
+                    sessions,
+                    ops,
+                    same_step_reset,
+                    self.truncated_key,
+                    self.shared,
+                    self.repeated,
                 )
                 if not text and self.compressor is not None and data.get("compress") is not False:
                     frame = self.compressor.pack(frame)
@@ -155,10 +164,13 @@ class BatchHandler:
                 self.shared = None
         if compression_accepted(data.get("compression"), shared_memory=self.shared is not None):
             self.compressor = FrameCompressor()
+        if data.get(REPEAT) is True:
+            self.repeated = RepeatedColumns()
         opened = {
             "sessions": len(sessions),
             "shared_memory": self.shared is not None,
             "compression": ZSTD if self.compressor is not None else None,
+            REPEAT: self.repeated is not None,
         }
         connection.send(encode_json({"type": BATCH_OPENED, "data": opened}), text=True)
 
@@ -192,6 +204,7 @@ def _step(
     same_step_reset: dict[str, Any] | None,
     truncated_key: str | None,
     shared: SharedArrayWriter | None = None,
+    repeated: RepeatedColumns | None = None,
 ) -> tuple[bytes, bool]:
     """Carry out every op; the encoded reply and whether it is a text frame."""
     started = time.perf_counter()
@@ -233,7 +246,7 @@ def _step(
         k, reply = failed
         return encode_json({**reply, "data": {**reply["data"], "index": k}}), True
     try:
-        return encode_batch_result(indices, replies, finals, shared), False
+        return encode_batch_result(indices, replies, finals, shared, repeated), False
     except Exception as exc:
         logger.warning("cannot encode a batch result", exc_info=True)
         error = error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -31,9 +32,10 @@ from openenv_gym.vector.round_trip import (
     name_sub_envs,
 )
 from openenv_gym.wire.batch import (
+    BATCH_RESULT,
     BatchResult,
+    batch_result_of,
     batch_state_message,
-    parse_batch_result,
     parse_batch_states,
 )
 from openenv_gym.wire.binary import load_frame
@@ -45,6 +47,7 @@ from openenv_gym.wire.messages import (
     encode_message,
     state_message,
 )
+from openenv_gym.wire.repeated_columns import RepeatedColumns
 from openenv_gym.wire.shared_memory import SharedArrayReader
 
 #: The OpenEnv ``close`` message, said to the server before a connection closes.
@@ -101,6 +104,11 @@ class Channel(ABC):
     def parse_states(self, raw: str | bytes, url: str) -> list[dict[str, Any]]:
         """The state of each sub-env (in :attr:`indices` order) from the reply to
         :meth:`state_frame`."""
+
+    def skip(self, raw: str | bytes | BaseException) -> None:
+        """A reply read and not taken (a round trip that failed, a drain): keep what the
+        connection must know of it for the next one. Never raises."""
+        return
 
     def close(self) -> None:
         """Say ``close`` to the server and close the connection. Idempotent, never raises."""
@@ -162,6 +170,9 @@ class BatchChannel(Channel):
         measured: With ``compressed``, ask per step for packed or raw results as a
             :class:`~openenv_gym.wire.compression_policy.CompressionPolicy` measures
             (``compression="auto"``); without, the server packs what pays.
+        repeated: The server agreed to send columns once while they repeat
+            (:mod:`openenv_gym.wire.repeated_columns`): they are put back as each reply
+            is read.
     """
 
     batch = True
@@ -175,6 +186,7 @@ class BatchChannel(Channel):
         borrow: bool = False,
         compressed: bool = False,
         measured: bool = False,
+        repeated: bool = False,
     ) -> None:
         self.session = session
         self.indices = indices
@@ -185,10 +197,17 @@ class BatchChannel(Channel):
         self._shared = SharedArrayReader(borrow=borrow) if shared_memory else None
         self._copy = not borrow
         self._compressed = compressed
+        self._repeated = RepeatedColumns() if repeated else None
         #: Decides per step whether results come packed (``None``: not measured).
         self.policy = CompressionPolicy(BATCH_WARMUP_STEPS) if compressed and measured else None
         self._asked: bool | None = None
         self._sent = 0.0
+
+    @property
+    def repeats(self) -> bool:
+        """Whether the server sends columns once while they repeat
+        (:mod:`openenv_gym.wire.repeated_columns`)."""
+        return self._repeated is not None
 
     @property
     def shared_memory(self) -> bool:
@@ -212,38 +231,47 @@ class BatchChannel(Channel):
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         try:
-            result = parse_batch_result(
-                raw,
-                url=url,
-                shared=self._shared,
-                limit=self.session.max_message_size,
-                sessions=len(self.indices),
-                copy=self._copy,
-                compressed=self._compressed,
-            )
+            return batch_result_of(self.load(raw), url=url, sessions=len(self.indices))
         except (ServerReplyError, ProtocolError) as exc:
             name_sub_envs(exc, self.indices, url)
             raise
-        self._record()
-        return result
 
     def load(self, raw: str | bytes) -> Any:
-        """The message of a reply with its arrays put back, read as :meth:`parse` reads it
-        but not checked (for :class:`~openenv_gym.vector.steady_step.SteadyStep`, which
-        checks what a plain result needs, and leaves anything else to :meth:`parse`).
+        """The message of a reply with its arrays and repeated columns put back, read as
+        :meth:`parse` reads it but not checked (for
+        :class:`~openenv_gym.vector.steady_step.SteadyStep`, which checks what a plain
+        result needs, and leaves anything else to :meth:`parse`). Reading a reply twice
+        gives the same message.
 
         Raises:
             CompressedFrameError, ProtocolError: The frame cannot be read.
         """
-        message = load_frame(
-            raw,
-            self._shared,
-            limit=self.session.max_message_size,
-            copy=self._copy,
-            compressed=self._compressed,
-        )
+        repeated = self._repeated
+        try:
+            message = load_frame(
+                raw,
+                self._shared,
+                limit=self.session.max_message_size,
+                copy=self._copy,
+                compressed=self._compressed,
+            )
+        except ProtocolError:
+            if repeated is not None:
+                repeated.forget()  # a result lost: nothing may repeat it
+            raise
         self._record()
+        if repeated is not None and type(message) is dict:
+            data = message.get("data")
+            if message.get("type") == BATCH_RESULT and type(data) is dict:
+                repeated.restore(data)
         return message
+
+    def skip(self, raw: str | bytes | BaseException) -> None:
+        """A reply read and not taken: its repeated columns are remembered all the same
+        (the server's next result may repeat them). Never raises."""
+        if self._repeated is not None and isinstance(raw, bytes | str):
+            with contextlib.suppress(Exception):
+                self.load(raw)
 
     def _record(self) -> None:
         """Tell the compression policy how long the round trip took (once per reply)."""

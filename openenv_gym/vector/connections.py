@@ -381,8 +381,9 @@ class Connections:
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         url_of = self._servers.url_of
+        pairs = zip(pending.channels, replies, strict=True)
         try:
-            for channel, raw in zip(pending.channels, replies, strict=True):
+            for channel, raw in pairs:
                 if isinstance(raw, OpenEnvGymError):
                     broken.append((channel, raw))
                     continue
@@ -391,8 +392,8 @@ class Connections:
                 if take is not None:
                     take(channel, result)
         except BaseException:
-            for _ in replies:  # read what is left, so the next request gets its own replies
-                pass
+            for channel, raw in pairs:  # read what is left: the next request gets its own
+                channel.skip(raw)
             raise
         return results, broken
 

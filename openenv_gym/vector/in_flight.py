@@ -153,7 +153,7 @@ class InFlight:
     def drain(self) -> None:
         """Wait out every frame in flight (replies dropped) and drop the held ops."""
         for flight in list(self._flights.values()):
-            self._read(flight)
+            flight.channel.skip(self._read(flight))
         self._held.clear()
         self._held_resets.clear()
 

@@ -43,7 +43,7 @@ from openenv_gym.vector.channels import (
     Channel,
     PlainChannel,
 )
-from openenv_gym.wire.batch import batch_agreements, batch_open_message
+from openenv_gym.wire.batch import batch_agreements, batch_open_message, repeat_agreed
 from openenv_gym.wire.compressed import ZSTD, batch_compression_offer
 from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import encode_message
@@ -240,6 +240,7 @@ class Opener:
                     self.truncated_key,
                     offer,
                     batch_compression_offer(compression),
+                    repeat=True,
                 )
             )
             for chunk in chunks
@@ -251,13 +252,13 @@ class Opener:
                 probe.close()
         refused = 0
         failure: BaseException | None = None
-        agreed: list[tuple[bool, bool]] = []  # (shared memory, compression) per connection
+        agreed: list[tuple[bool, bool, bool]] = []  # shared memory, compression, repeat
         for chunk, raw in zip(chunks, replies, strict=True):
             if isinstance(raw, BaseException):
                 failure = failure or raw
                 continue
             try:
-                agreed.append(batch_agreements(raw, len(chunk)))
+                agreed.append((*batch_agreements(raw, len(chunk)), repeat_agreed(raw)))
             except CapacityReachedError:
                 refused += len(chunk)
             except OpenEnvGymError as exc:
@@ -273,8 +274,9 @@ class Opener:
                 borrow=self.borrow_shared,
                 compressed=packed,
                 measured=compression != ZSTD,
+                repeated=repeat,
             )
-            for c, chunk, (shared, packed) in zip(connections, chunks, agreed, strict=True)
+            for c, chunk, (shared, packed, repeat) in zip(connections, chunks, agreed, strict=True)
         ]
 
 

@@ -37,7 +37,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_
 from typing import Any, Final, NamedTuple
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -83,6 +85,13 @@ class SteadyStep:
             k for k in (codec.key, codec.truncated_key, codec.terminated_key, _METADATA) if k
         )
         self._every = list(range(buffers.num_envs))
+        # What the last steps built, reused while the server repeats their sources
+        # (:mod:`openenv_gym.wire.repeated_columns` puts back the same objects): each
+        # channel's metadata columns, and each info key's column (handed out as copies).
+        self._metadata: WeakKeyDictionary[Channel, tuple[Any, dict[str, list[Any]]]] = (
+            WeakKeyDictionary()
+        )
+        self._columns: dict[str, tuple[tuple[list[Any], ...], np.ndarray]] = {}
         self._declined = 0
         #: Steps this path took (the rest went the general way).
         self.taken = 0
@@ -172,8 +181,16 @@ class SteadyStep:
                 if type(column) is not list:
                     return None  # a numeric array beside the observation: general path
                 columns[name] = column
-        if not _add_metadata(columns, data.get(_METADATA), channel.every_key):
-            return None
+        metadata = data.get(_METADATA)
+        known = self._metadata.get(channel)
+        if known is not None and known[0] is metadata:  # repeated: the last reply's object
+            columns.update(known[1])
+        else:
+            extra: dict[str, list[Any]] = {}
+            if not _add_metadata(extra, metadata, channel.every_key):
+                return None
+            columns.update(extra)
+            self._metadata[channel] = (metadata, extra)
         flags = [fields.get(name) for name in self._flag_keys]
         for column in flags:
             if column is not None and not (
@@ -201,11 +218,22 @@ class SteadyStep:
         if rows is order and sorted(order) != self._every:
             return None  # not every sub-env stepped (a pool's subset): the general path
         infos: dict[str, np.ndarray] = {}
+        known = self._columns
         for name, values in columns.items():
+            sources = tuple([p.columns[name] for p in parts])
+            last = known.get(name)
+            if (
+                last is not None
+                and len(last[0]) == len(sources)
+                and all(map(is_, last[0], sources))
+            ):
+                infos[name] = last[1]  # every reply repeated it: last step's column
+                continue
             column = info_column(values)
             if column is None:
                 return None
             infos[name] = column
+            known[name] = (sources, column)
         elapsed = buffers.elapsed[rows] + 1
         limit = buffers.max_episode_steps
         if not self._flag_keys and limit is None:
@@ -278,7 +306,7 @@ class SteadyStep:
                 placed = np.empty_like(column)
                 placed[rows] = column
                 column = placed
-            merged[name], merged["_" + name] = column, mask.copy()
+            merged[name], merged["_" + name] = column.copy(), mask.copy()
         return merged
 
 

@@ -44,6 +44,7 @@ carried out.
 
 Example:
     >>> import numpy as np
+    >>> from openenv_gym.wire.batch_results import encode_batch_result
     >>> from openenv_gym.wire.messages import observation_message
     >>> replies = [observation_message({"x": np.zeros(2, np.float32)}, 1.0, False)] * 3
     >>> result = parse_batch_result(encode_batch_result([0, 1, 2], replies, {}))
@@ -53,15 +54,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import numpy as np
 import pydantic_core
 
 from openenv_gym.errors import ProtocolError
-from openenv_gym.wire.binary import encode_frame, load_frame
+from openenv_gym.wire.binary import load_frame
 from openenv_gym.wire.client_frames import ClientMessage, ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import ZSTD
 from openenv_gym.wire.messages import (
@@ -71,10 +71,9 @@ from openenv_gym.wire.messages import (
     error_from_data,
     parse_server_object,
 )
+from openenv_gym.wire.repeated_columns import REPEAT, offer_accepted
 from openenv_gym.wire.shared_memory import (
-    MIN_SHARED_BYTES,
     SharedArrayReader,
-    SharedArrayWriter,
 )
 
 #: The WebSocket subprotocol for K sessions on one connection (implies binary frames).
@@ -97,15 +96,16 @@ __all__ = [
     "BatchResult",
     "batch_agreements",
     "batch_open_message",
+    "batch_result_of",
     "batch_state_message",
     "batch_step_message",
     "check_batch_opened",
-    "encode_batch_result",
     "parse_batch_message",
     "parse_batch_open",
     "parse_batch_result",
     "parse_batch_states",
     "parse_batch_step",
+    "repeat_agreed",
 ]
 
 
@@ -117,15 +117,21 @@ def batch_open_message(
     truncated_key: str | None,
     shared_memory: Mapping[str, str] | None = None,
     compression: str | None = None,
+    *,
+    repeat: bool = False,
 ) -> dict[str, Any]:
     """The first frame of a batch connection: open ``sessions`` sessions (offering shared
-    memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`, and compressed
-    frames with :func:`~openenv_gym.wire.compressed.compression_offer`'s value)."""
+    memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`, compressed
+    frames with :func:`~openenv_gym.wire.compressed.compression_offer`'s value, and
+    columns sent once while they repeat with ``repeat``:
+    :mod:`openenv_gym.wire.repeated_columns`)."""
     data: dict[str, Any] = {"sessions": sessions, "truncated_key": truncated_key}
     if shared_memory is not None:
         data["shared_memory"] = dict(shared_memory)
     if compression is not None:
         data["compression"] = compression
+    if repeat:
+        data[REPEAT] = True
     return {"type": BATCH_OPEN, "data": data}
 
 
@@ -232,6 +238,19 @@ def parse_batch_result(
         ProtocolError: The frame is not a valid ``batch_result``.
     """
     message = load_frame(raw, shared, limit=limit, copy=copy, compressed=compressed)
+    return batch_result_of(message, url=url, sessions=sessions)
+
+
+def batch_result_of(
+    message: Any, *, url: str | None = None, sessions: int | None = None
+) -> BatchResult:
+    """The :class:`BatchResult` of a loaded reply message (:func:`parse_batch_result`
+    without reading the frame), with its checks.
+
+    Raises:
+        ServerReplyError: The server answered with an ``error``.
+        ProtocolError: The message is not a valid ``batch_result``.
+    """
     if not isinstance(message, dict):
         raise _bad("it is not an object", message)
     if message.get("type") == MessageType.ERROR:
@@ -327,6 +346,13 @@ def batch_agreements(
     return data.get("shared_memory") is True, data.get("compression") == ZSTD
 
 
+def repeat_agreed(raw: str | bytes) -> bool:
+    """Whether a ``batch_opened`` reply (checked by :func:`batch_agreements`) agrees to
+    columns sent once while they repeat (:mod:`openenv_gym.wire.repeated_columns`)."""
+    data = _reply_data(raw, BATCH_OPENED, url=None)
+    return data is not None and offer_accepted(data)
+
+
 def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:
     """Parse the reply to ``batch_state``: one state object per session.
 
@@ -411,79 +437,3 @@ def parse_batch_step(
             f"'same_step_reset' must be an object or null, got {reset!r}"
         )
     return ops, reset
-
-
-def _columns(observations: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Sequence[Any]]]:
-    """Each field of any observation (in the order first seen) with its value in every
-    observation (``None`` where one lacks it): transposed in one go when every observation
-    has the same fields in the same order (a server's replies usually do), else field by
-    field (sessions of one connection whose envs were reset with other options).
-
-    Example:
-        >>> list(_columns([{"a": 1, "b": 2}, {"a": 3, "b": 4}]))
-        [('a', (1, 3)), ('b', (2, 4))]
-        >>> list(_columns([{"a": 1, "b": 2}, {"b": 4, "c": 5}]))
-        [('a', [1, None]), ('b', [2, 4]), ('c', [None, 5])]
-    """
-    if not observations:
-        return iter(())
-    keys = tuple(observations[0])
-    if all(tuple(o) == keys for o in observations):
-        return zip(keys, zip(*(o.values() for o in observations), strict=True), strict=True)
-    every = dict.fromkeys(key for o in observations for key in o)
-    return ((key, [o.get(key) for o in observations]) for key in every)
-
-
-def encode_batch_result(
-    indices: Sequence[int],
-    replies: Sequence[Mapping[str, Any]],
-    finals: Mapping[int, Mapping[str, Any]],
-    shared: SharedArrayWriter | None = None,
-) -> bytes:
-    """One ``batch_result`` frame for the ``observation`` replies of ``indices``.
-
-    Fields that are numpy arrays of one dtype and shape in every reply are stacked and
-    travel as raw bytes (through ``shared`` memory when given and the stack holds at least
-    :data:`~openenv_gym.wire.shared_memory.MIN_SHARED_BYTES`); any other field as a list.
-    ``finals`` maps a position to the ``observation`` reply of an episode that was reset in
-    the same round trip.
-    """
-    datas = [reply["data"] for reply in replies]
-    observations = [d["observation"] for d in datas]
-    stacked: dict[str, Any] = {}
-    arrays: list[tuple[Sequence[str], Any]] = []
-    in_shared: list[dict[str, Any]] = []
-    metadata: dict[str, Any] | None = None
-    for key, values in _columns(observations):
-        if key == _METADATA:
-            metadata = {str(k): v for k, v in enumerate(values) if v}
-            continue
-        first = values[0]
-        if (
-            isinstance(first, np.ndarray)
-            and first.dtype.kind in _ARRAY_KINDS
-            and all(
-                isinstance(v, np.ndarray) and v.dtype == first.dtype and v.shape == first.shape
-                for v in values
-            )
-        ):
-            path = ["data", "observation", key]
-            if shared is not None and first.nbytes * len(values) >= MIN_SHARED_BYTES:
-                in_shared.append({"path": path, **shared.put(key, values)})
-            else:
-                arrays.append((path, np.stack(values)))
-            stacked[key] = None
-        else:
-            stacked[key] = list(values)
-    message = {
-        "type": BATCH_RESULT,
-        "data": {
-            "indices": list(indices),
-            "observation": stacked,
-            "reward": [d.get("reward") for d in datas],
-            "done": [bool(d.get("done")) for d in datas],
-            _METADATA: metadata,
-            "final": {str(k): dict(v["data"]) for k, v in finals.items()},
-        },
-    }
-    return encode_frame(message, arrays, in_shared)

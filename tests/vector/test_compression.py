@@ -34,7 +34,8 @@ from openenv_gym.errors import CompressedFrameError
 from openenv_gym.vector import OpenEnvVectorEnv
 from openenv_gym.vector.channels import BatchChannel, Channel
 from openenv_gym.vector.opening import Opener, close_all
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.compressed import COMPRESSED_MAGIC, ZSTD, FrameCompressor
 from openenv_gym.wire.compression_policy import BATCH_WARMUP_STEPS, PROBE_STEPS
 from openenv_gym.wire.messages import observation_message

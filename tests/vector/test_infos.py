@@ -12,7 +12,8 @@ import pytest
 from openenv_gym.env_mapping import reply_info
 from openenv_gym.spaces import X_OBSERVATION_KEY, ObservationCodec, observation_codec
 from openenv_gym.vector.infos import merge_result_infos, merge_results_infos
-from openenv_gym.wire.batch import BatchResult, encode_batch_result, parse_batch_result
+from openenv_gym.wire.batch import BatchResult, parse_batch_result
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.messages import observation_message
 
 NUM_ENVS = 6

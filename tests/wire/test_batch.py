@@ -12,10 +12,10 @@ import pytest
 from openenv_gym.errors import CapacityReachedError, ProtocolError, ServerReplyError
 from openenv_gym.wire.batch import (
     check_batch_opened,
-    encode_batch_result,
     parse_batch_result,
     parse_batch_states,
 )
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.messages import observation_message
 
 

@@ -17,7 +17,8 @@ from openenv_gym.errors import (
     ProtocolError,
     UnknownCompressionError,
 )
-from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, encode_batch_result, parse_batch_result
+from openenv_gym.wire.batch import BATCH_SUBPROTOCOL, parse_batch_result
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.binary import BINARY_SUBPROTOCOL, encode_frame, load_frame
 from openenv_gym.wire.client_frames import ClientMessageError, parse_client_message
 from openenv_gym.wire.compressed import (

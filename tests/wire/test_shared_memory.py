@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from openenv_gym.errors import ProtocolError, SharedFileRefusedError
-from openenv_gym.wire.batch import encode_batch_result, parse_batch_result
+from openenv_gym.wire.batch import parse_batch_result
+from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.binary import decode_frame
 from openenv_gym.wire.messages import observation_message
 from openenv_gym.wire.shared_memory import (
