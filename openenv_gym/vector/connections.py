@@ -17,7 +17,7 @@ is :meth:`Connections.reopen`, retried as :mod:`openenv_gym.vector.reconnect` sa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -332,21 +332,22 @@ class Connections:
         return Pending(channels, frames, sent)
 
     def receive_at_once(self, pending: Pending) -> list[str | bytes | OpenEnvGymError] | None:
-        """Every reply of :meth:`send`'s round trip, read before any is decoded (what comes
-        in place of a reply: :func:`~openenv_gym.client.exchange.receive_each`), when
-        nothing is lost by it: one connection, or replies read together anyway
-        (:meth:`workers_fill_cores`). ``None`` otherwise (replies from many servers, each
-        decoded while the later ones still step), with nothing sent or read.
-        :meth:`collect` takes the list as ``raws``."""
-        channels = pending.channels
-        together = len(channels) > 1
-        if together and not self.workers_fill_cores(channels):
+        """Every reply of :meth:`send`'s round trip (or what
+        :func:`~openenv_gym.client.exchange.receive_each` gives in place of one), read before
+        any is decoded when nothing is lost by it: one connection, or replies read together
+        anyway (:meth:`workers_fill_cores`); else ``None``, nothing sent (for :meth:`collect`)."""
+        together = len(pending.channels) > 1
+        if together and not self.workers_fill_cores(pending.channels):
             return None
-        sessions = [c.session for c in channels]
-        sent = pending.sent
-        if sent is None:
-            sent = send_many(sessions, pending.frames)
-        return list(receive_each(sessions, sent, self._reply_timeout, together=together))
+        return list(self._receive(pending, together=together))
+
+    def _receive(
+        self, pending: Pending, *, together: bool
+    ) -> Iterator[str | bytes | OpenEnvGymError]:
+        """Send what :meth:`send` deferred, then each reply as it is read."""
+        sessions = [c.session for c in pending.channels]
+        sent = pending.sent if pending.sent is not None else send_many(sessions, pending.frames)
+        return receive_each(sessions, sent, self._reply_timeout, together=together)
 
     def collect(
         self,
@@ -368,16 +369,11 @@ class Connections:
                 sub-env).
             ProtocolError: A reply is not a valid OpenEnv (or batch) message.
         """
-        replies: Iterable[str | bytes | OpenEnvGymError]
-        if raws is None:
-            sessions = [c.session for c in pending.channels]
-            sent = pending.sent
-            if sent is None:
-                sent = send_many(sessions, pending.frames)
-            together = self.workers_fill_cores(pending.channels)
-            replies = receive_each(sessions, sent, self._reply_timeout, together=together)
-        else:
-            replies = raws
+        replies: Iterable[str | bytes | OpenEnvGymError] = (
+            raws
+            if raws is not None
+            else self._receive(pending, together=self.workers_fill_cores(pending.channels))
+        )
         results: list[tuple[Channel, BatchResult]] = []
         broken: list[tuple[Channel, OpenEnvGymError]] = []
         url_of = self._servers.url_of
@@ -404,12 +400,10 @@ class Connections:
         is in (:func:`~openenv_gym.client.exchange.receive_each`): the client has no core
         of its own, and decoding one reply, or busy-polling, while another worker steps
         would take that worker's core (preprocessed Pong N=8 on 2 cores: 1-3% more
-        steps/s). Connections over TCP (a container, a tunnel, another host) keep reading
-        each reply as it comes: their replies may be far apart, and each connection's
-        compression policy measures its own round trips.
-
-        Each batch connection is one worker (those sharing a Unix socket share one).
-        """
+        steps/s). Connections over TCP (a container, a tunnel, another host) read each
+        reply as it comes: their replies may be far apart, and each connection's compression
+        policy measures its own round trips. A batch connection is one worker (those sharing
+        a Unix socket share one)."""
         if len(channels) < 2:
             return False
         workers = {

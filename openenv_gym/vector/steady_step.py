@@ -125,6 +125,8 @@ class SteadyStep:
         takes them, and raises what they say)."""
         parts: list[_Part] = []
         step = None
+        if not raws:
+            return None  # nothing stepped: nothing to take (not a decline)
         try:
             for channel, raw in zip(channels, raws, strict=True):
                 part = self._part(channel, raw)

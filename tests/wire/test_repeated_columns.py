@@ -43,11 +43,14 @@ def _header(frame: bytes) -> int:
 
 
 def _same_result(a: BatchResult, b: BatchResult) -> None:
-    assert a.indices == b.indices and a.reward == b.reward and a.done == b.done
+    assert a.indices == b.indices
+    assert a.reward == b.reward
+    assert a.done == b.done
     assert list(a.fields) == list(b.fields)  # the fields' order too: the infos' key order
     for name in a.fields:
         assert data_equivalence(a.fields[name], b.fields[name]), name
-    assert a.metadata == b.metadata and a.metadata_field == b.metadata_field
+    assert a.metadata == b.metadata
+    assert a.metadata_field == b.metadata_field
 
 
 def test_atari_replies_read_back_as_frames_with_every_column() -> None:
@@ -79,7 +82,7 @@ def test_what_changes_goes_again_even_when_python_calls_it_equal() -> None:
     server, client = RepeatedColumns(), RepeatedColumns()
     for value in (1, 1, 1.0, True, [1], [1], {"a": 1}, {"a": 1}, None):
         replies = [observation_message({"x": np.zeros(2), "v": value}, 0.0, False)] * 2
-        got, sent = _read(encode_batch_result([0, 1], replies, {}, repeated=server), client)
+        got, _ = _read(encode_batch_result([0, 1], replies, {}, repeated=server), client)
         expected, _ = _read(encode_batch_result([0, 1], replies, {}), None)
         _same_result(got, expected)
         assert type(got.fields["v"][0]) is type(expected.fields["v"][0])
@@ -129,11 +132,13 @@ def test_a_frame_that_cannot_be_read_forgets_what_came_before() -> None:
 
 def test_our_server_agrees_and_the_vector_env_reads_repeats() -> None:
     raw = json.dumps({"type": "batch_opened", "data": {"sessions": 2, "repeat": True}})
-    assert repeat_agreed(raw) and not repeat_agreed(raw.replace("true", "false"))
+    assert repeat_agreed(raw)
+    assert not repeat_agreed(raw.replace("true", "false"))
     envs = gym.make_vec("openenv/Atari-v0", num_envs=2, game="pong", **ATARI_OPTIONS)
     try:
         channels = envs.unwrapped._connections.channels
-        assert channels and all(isinstance(c, BatchChannel) and c.repeats for c in channels)
+        assert channels
+        assert all(isinstance(c, BatchChannel) and c.repeats for c in channels)
         envs.reset(seed=0)
         first = envs.step(np.zeros(2, int))[4]
         second = envs.step(np.ones(2, int))[4]
