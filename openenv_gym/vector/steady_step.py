@@ -237,41 +237,44 @@ class SteadyStep:
             infos[name] = column
             known[name] = (sources, column)
         elapsed = buffers.elapsed[rows] + 1
-        limit = buffers.max_episode_steps
-        if not self._flag_keys and limit is None:
-            terminated: Any = done  # the usual case: done is terminated, nothing truncated
-            truncated: Any = False
-            ended = True in done
-        else:
-            terminated, truncated = self._flags(parts, done, elapsed)
-            ended = bool(terminated.any() or truncated.any())
+        terminated, truncated, ended = self._flags(parts, done, elapsed)
         if ended and buffers.same_step:
             return None
         return rows, reward, terminated, truncated, elapsed, ended, infos
 
     def _flags(
         self, parts: list[_Part], done: list[bool], elapsed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Terminated and truncated as the general path sets them: the server's truncated
-        flag or the client-side time limit truncates; the server's exact terminated flag
-        wins, else done and not truncated."""
-        sent = [[f for p in parts for f in p.flags[k] or ()] for k in range(len(self._flag_keys))]
-        by_name = dict(zip(self._flag_keys, sent, strict=True))
-        codec = self.buffers.codec
-        truncated_column = by_name.get(codec.truncated_key) if codec.truncated_key else None
-        terminated_column = by_name.get(codec.terminated_key) if codec.terminated_key else None
+    ) -> tuple[Any, Any, bool]:
+        """Terminated and truncated as the general path sets them (lists, or arrays with a
+        client-side time limit), and whether an episode ended: the server's truncated flag
+        or the time limit truncates; the server's exact terminated flag wins, else done
+        and not truncated."""
         count = len(done)
-        truncated = (
-            np.array(truncated_column, np.bool_)
-            if truncated_column and len(truncated_column) == count
-            else np.zeros(count, np.bool_)
-        )
+        sent: dict[str | None, list[bool]] = {}
+        for k, name in enumerate(self._flag_keys):
+            sent[name] = [f for p in parts for f in p.flags[k] or ()]
+        codec = self.buffers.codec
+        truncated_column = sent.get(codec.truncated_key)
+        terminated_column = sent.get(codec.terminated_key)
         limit = self.buffers.max_episode_steps
-        if limit is not None:
-            truncated |= elapsed >= limit
-        if terminated_column and len(terminated_column) == count:
-            return np.array(terminated_column, np.bool_), truncated
-        return np.array(done, np.bool_) & ~truncated, truncated
+        if limit is None:  # plain lists: no numpy for a few flags
+            truncated: Any = truncated_column if truncated_column else [False] * count
+            if terminated_column:
+                terminated: Any = terminated_column
+            elif truncated_column:
+                terminated = [d and not t for d, t in zip(done, truncated_column, strict=True)]
+            else:
+                terminated = done
+            return terminated, truncated, True in terminated or True in truncated
+        truncated = (
+            np.array(truncated_column, np.bool_) if truncated_column else np.zeros(count, np.bool_)
+        )
+        truncated |= elapsed >= limit
+        if terminated_column:
+            terminated = np.array(terminated_column, np.bool_)
+        else:
+            terminated = np.array(done, np.bool_) & ~truncated
+        return terminated, truncated, bool(terminated.any() or truncated.any())
 
     def _write(
         self,
