@@ -43,7 +43,6 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from openenv_gym.errors import OpenEnvGymError
 from openenv_gym.spaces import ObservationCodec
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import BatchChannel, Channel
@@ -135,8 +134,8 @@ class SteadyStep:
                 parts.append(part)
             else:
                 step = self._join(parts)
-        except (OpenEnvGymError, KeyError, TypeError, ValueError, AttributeError):
-            step = None  # the general path reads it again, and raises with its notes
+        except Exception:  # a malformed reply: the general path reads it again, and raises
+            step = None
         if step is None:
             self._declined += 1
             return None

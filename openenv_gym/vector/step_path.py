@@ -176,7 +176,15 @@ class StepPath:
         if was_resetting is None and steady is not None and steady.worth_trying():
             raws = self.connections.receive_at_once(pending)
             if raws is not None:
-                steady_infos = steady.take(pending.channels, raws)
+                try:
+                    steady_infos = steady.take(pending.channels, raws)
+                except BaseException:  # interrupted: no reply taken, each one remembered
+                    for channel, raw in zip(pending.channels, raws, strict=True):
+                        channel.skip(raw)
+                    if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+                        buffers.end_step()
+                        buffers.end_episodes(self._every)
+                    raise
                 if steady_infos is not None:
                     self.reconnected = []
                     buffers.finish()
