@@ -20,7 +20,7 @@ steps both side by side on real servers). It runs where every reply of a round t
 read before any is decoded anyway (one connection, or workers that fill the client's cores:
 :meth:`~openenv_gym.vector.connections.Connections.receive_at_once`); replies from many
 servers are still taken as each comes, while the later servers step. A vector env whose replies
-are seldom plain (array infos, rows with other keys) stops trying after
+are seldom plain (dict infos, rows with other keys) stops trying after
 :data:`GIVE_UP_AFTER` declined steps in a row, so it does not read its messages twice, and
 tries again :data:`RETRY_AFTER` steps later.
 
