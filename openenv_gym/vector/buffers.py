@@ -76,8 +76,8 @@ class BatchBuffers:
         self.legal: list[Any] = [None] * num_envs
         self.truncated_key = codec.truncated_key
         self.terminated_key = codec.terminated_key
-        # The fields of a reply that carry no info (the observation, truncation, metadata).
-        self._quiet_fields = frozenset(
+        #: The fields of a reply that carry no info (the observation, flags, metadata).
+        self.quiet_fields = frozenset(
             k for k in (codec.key, codec.truncated_key, codec.terminated_key, "metadata") if k
         )
 
@@ -99,7 +99,7 @@ class BatchBuffers:
             )
             raise
         if self.stacked:
-            self.observations[_index(indices)] = decoded
+            self.observations[row_index(indices)] = decoded
         else:
             for k, i in enumerate(indices):
                 self._env_obs[i] = decoded[k]
@@ -132,7 +132,7 @@ class BatchBuffers:
         indices = self.write_rows(channel_indices, result)
         if deferred and result.final:  # the infos merged so far come first, as they came
             infos = self.merge_deferred(infos, deferred)
-        noisy = bool(result.metadata) or not self._quiet_fields.issuperset(result.fields)
+        noisy = bool(result.metadata) or not self.quiet_fields.issuperset(result.fields)
         if len(indices) > 1 and not result.final and not noisy:
             plain_ended = self._take_plain_steps(indices, result, was_resetting)
             if plain_ended is not None:
@@ -212,7 +212,7 @@ class BatchBuffers:
         if isinstance(truncated_column, bool) or isinstance(terminated_column, bool):
             return None
         count = len(indices)
-        rows = _index(indices)
+        rows = row_index(indices)
         reward = result.reward
         rewards = np.array([0.0 if r is None else r for r in reward] if None in reward else reward)
         elapsed = self.elapsed[rows] + 1
@@ -247,7 +247,7 @@ class BatchBuffers:
     ) -> dict[str, Any]:
         """Write one connection's reset results (and their infos)."""
         indices = self.write_rows(channel_indices, result)
-        if result.metadata or not self._quiet_fields.issuperset(result.fields):
+        if result.metadata or not self.quiet_fields.issuperset(result.fields):
             rows = list(enumerate(indices))
             return merge_result_infos(self.add_info, self.num_envs, infos, self.codec, result, rows)
         return infos
@@ -389,11 +389,11 @@ def _array_leaves(space: gym.Space[Any]) -> bool:
     )
 
 
-def _index(indices: list[int]) -> slice | list[int]:
+def row_index(indices: list[int]) -> slice | list[int]:
     """``indices`` as a numpy index: a slice when they run one by one (no fancy indexing).
 
     Example:
-        >>> _index([2, 3, 4]), _index([0, 2, 1])
+        >>> row_index([2, 3, 4]), row_index([0, 2, 1])
         (slice(2, 5, None), [0, 2, 1])
     """
     first = indices[0]
@@ -416,4 +416,4 @@ def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | No
 
 _BOOL_ONLY = frozenset({bool})
 
-__all__ = ["BatchBuffers"]
+__all__ = ["BatchBuffers", "row_index"]

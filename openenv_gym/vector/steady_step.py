@@ -44,7 +44,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from openenv_gym.spaces import ObservationCodec
-from openenv_gym.vector.buffers import BatchBuffers
+from openenv_gym.vector.buffers import BatchBuffers, row_index
 from openenv_gym.vector.channels import BatchChannel, Channel
 from openenv_gym.vector.infos import full_column
 from openenv_gym.wire.batch import BATCH_RESULT
@@ -80,9 +80,7 @@ class SteadyStep:
         self._legal_key = codec.legal_key
         #: The flag fields a reply may carry: truncated, then the exact terminated.
         self._flag_keys = tuple(k for k in (codec.truncated_key, codec.terminated_key) if k)
-        self._quiet = frozenset(
-            k for k in (codec.key, codec.truncated_key, codec.terminated_key, _METADATA) if k
-        )
+        self._quiet = buffers.quiet_fields
         self._every = list(range(buffers.num_envs))
         # What the last steps built, reused while the server repeats their sources
         # (:mod:`openenv_gym.wire.repeated_columns` puts back the same objects): each
@@ -289,13 +287,9 @@ class SteadyStep:
         """Write the step into the buffers; its infos, with their masks."""
         buffers = self.buffers
         for part in parts:
-            indices = part.indices
-            start = indices[0]
-            end = start + len(indices)
-            where = slice(start, end) if indices == self._every[start:end] else indices
-            buffers.observations[where] = part.decoded
+            buffers.observations[row_index(part.indices)] = part.decoded
             if part.legal is not None:
-                for i, value in zip(indices, part.legal, strict=True):
+                for i, value in zip(part.indices, part.legal, strict=True):
                     buffers.legal[i] = value
         buffers.rewards[rows] = reward
         buffers.elapsed[rows] = elapsed
@@ -306,11 +300,13 @@ class SteadyStep:
         merged: dict[str, Any] = {}
         mask = np.ones(buffers.num_envs, dtype=np.bool_)
         for name, column in infos.items():
-            if type(rows) is not slice:  # the replies' order is not the sub-envs'
+            if type(rows) is slice:
+                column = column.copy()  # the one built stays for the next step
+            else:  # the replies' order is not the sub-envs': a new column in theirs
                 placed = np.empty_like(column)
                 placed[rows] = column
                 column = placed
-            merged[name], merged["_" + name] = column.copy(), mask.copy()
+            merged[name], merged["_" + name] = column, mask.copy()
         return merged
 
 
