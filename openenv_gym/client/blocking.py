@@ -36,10 +36,10 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Final, NoReturn
+from typing import Final
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import InvalidURI
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import State
@@ -47,17 +47,18 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
-from openenv_gym.client.http import auth_headers, resolve_token, upgrade_refusal
+from openenv_gym.client.handshake import raise_handshake_error, read_handshake
+from openenv_gym.client.http import auth_headers, resolve_token
 from openenv_gym.client.keepalive import forget, watch
 from openenv_gym.client.options import ConnectOptions
 from openenv_gym.client.sockets import open_socket
 from openenv_gym.errors import (
     ConnectionLostError,
-    NotAnOpenEnvServerError,
     ReplyTimeoutError,
     ServerConnectionError,
     SessionClosedError,
 )
+from openenv_gym.wire.data_frames import DataFrameReader, data_frame
 from openenv_gym.wire.encoding import EncodedLink, Encoding, encoding_of
 from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT, WORKER_HEADER, http_to_ws_url
 
@@ -98,6 +99,7 @@ class BlockingConnection(EncodedLink):
         busy_poll: float = DEFAULT_CLIENT_BUSY_POLL,
         poller: BusyPoller | None = None,
         max_message_size: int = CLIENT_INBOUND_LIMIT,
+        at_frame_boundary: bool = False,
     ) -> None:
         self._sock = sock
         self._fd = sock.fileno()
@@ -105,6 +107,13 @@ class BlockingConnection(EncodedLink):
         self._poller = poller if poller is not None else BusyPoller(busy_poll, hybrid=True)
         self._poller.register(self._fd)
         self._protocol = protocol
+        #: Reads whole data frames before the protocol does (:mod:`~openenv_gym.wire.data_frames`);
+        #: ``None`` when the handshake's bytes ran into a frame (the protocol reads all).
+        self._reader = (
+            DataFrameReader(protocol, masked=False, max_size=max_message_size)
+            if at_frame_boundary
+            else None
+        )
         self._response = response
         self._pending: collections.deque[str | bytes] = collections.deque()
         self._fragments: list[bytes] = []
@@ -197,13 +206,15 @@ class BlockingConnection(EncodedLink):
         sock = open_socket(uri, url, unix_path=unix_path, timeout=connect_timeout)
         try:
             sock.sendall(b"".join(protocol.data_to_send()))
-            response, frames = _read_handshake(sock, protocol, deadline, url, connect_timeout)
+            response, frames, at_boundary = read_handshake(
+                sock, protocol, deadline, url, connect_timeout
+            )
         except BaseException:
             sock.close()
             raise
         if protocol.handshake_exc is not None or response is None:
             sock.close()
-            _raise_handshake_error(protocol.handshake_exc, url, token)
+            raise_handshake_error(protocol.handshake_exc, url, token)
         connection = cls(
             sock,
             protocol,
@@ -214,10 +225,11 @@ class BlockingConnection(EncodedLink):
             busy_poll=options.busy_poll,
             poller=poller,
             max_message_size=options.max_message_size,
+            at_frame_boundary=at_boundary,
         )
         for frame in frames:
             connection._take_frame(frame)
-        connection._take_events()
+        connection._take_events([])
         watch(connection)
         return connection
 
@@ -241,9 +253,13 @@ class BlockingConnection(EncodedLink):
             )
         with self.lock:
             self.last_active = time.monotonic()
-            self._protocol.send_text(frame.encode() if isinstance(frame, str) else frame)
+            # The protocol's queued answers (pongs) first, then the frame, built here.
+            queued = self._protocol.data_to_send()
+            data = data_frame(
+                frame.encode() if isinstance(frame, str) else frame, text=True, masked=True
+            )
             try:
-                self._sock.sendall(b"".join(self._protocol.data_to_send()))
+                self._sock.sendall(b"".join([*queued, data]) if queued else data)
             except OSError as exc:
                 raise ConnectionLostError(
                     f"the connection to {self.url} broke while sending ({exc})", url=self.url
@@ -304,11 +320,7 @@ class BlockingConnection(EncodedLink):
             raise self._lost("broke", str(exc)) from exc
         if spin:
             poller.arrived()
-        if data:
-            self._protocol.receive_data(data)
-        else:
-            self._protocol.receive_eof()
-        self._take_events()
+        self._feed(data)
         if not self._pending and self._protocol.state is State.CLOSED:
             close = self._protocol.close_rcvd
             self.abort()
@@ -327,12 +339,9 @@ class BlockingConnection(EncodedLink):
         try:
             while self._readable():
                 data = self._sock.recv(_CHUNK)
+                self._feed(data)
                 if not data:
-                    self._protocol.receive_eof()
-                    self._take_events()
                     return
-                self._protocol.receive_data(data)
-                self._take_events()
         except (OSError, ValueError):  # broken, or closed meanwhile: receive() reports it
             return
 
@@ -361,10 +370,23 @@ class BlockingConnection(EncodedLink):
             url=self.url,
         )
 
-    def _take_events(self) -> None:
-        """Queue the complete messages received, and send what the protocol must answer
+    def _feed(self, data: bytes) -> None:
+        """Read ``data`` from the socket (``b""``: the end of the stream) and take its events."""
+        reader = self._reader
+        if reader is not None:
+            events = reader.receive_data(data) if data else reader.receive_eof()
+        else:
+            if data:
+                self._protocol.receive_data(data)
+            else:
+                self._protocol.receive_eof()
+            events = self._protocol.events_received()
+        self._take_events(events)
+
+    def _take_events(self, events: Sequence[object]) -> None:
+        """Queue the complete messages of ``events``, and send what the protocol must answer
         (pongs, the closing handshake)."""
-        for event in self._protocol.events_received():
+        for event in events:
             if isinstance(event, Frame):
                 self._take_frame(event)
         outgoing = self._protocol.data_to_send()
@@ -417,61 +439,6 @@ def ws_url_or_raise(base_url: str) -> str:
         return http_to_ws_url(base_url)
     except ValueError as exc:
         raise ServerConnectionError(str(exc), url=str(base_url)) from exc
-
-
-def _read_handshake(
-    sock: socket.socket, protocol: ClientProtocol, deadline: float, url: str, timeout: float
-) -> tuple[Response | None, list[Frame]]:
-    """The server's handshake response (``None`` when it was not valid HTTP: then
-    ``protocol.handshake_exc`` says why) and the frames that came right behind it."""
-    ended = False
-    while True:
-        events = protocol.events_received()
-        for k, event in enumerate(events):
-            if isinstance(event, Response):
-                return event, [e for e in events[k + 1 :] if isinstance(e, Frame)]
-        if protocol.handshake_exc is not None:
-            return None, []
-        if ended:
-            raise ServerConnectionError(
-                f"{url} closed the connection during the WebSocket handshake; the server may "
-                "be starting or restarting",
-                url=url,
-            )
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        try:
-            data = sock.recv(_CHUNK)
-        except TimeoutError as exc:
-            raise ServerConnectionError(
-                f"{url} did not complete the WebSocket handshake within {timeout:g}s",
-                url=url,
-            ) from exc
-        except OSError as exc:
-            raise ServerConnectionError(
-                f"the connection to {url} broke during the WebSocket handshake ({exc}); the "
-                "server may be starting or restarting",
-                url=url,
-            ) from exc
-        if data:
-            protocol.receive_data(data)
-        else:
-            protocol.receive_eof()
-            ended = True  # what the server sent is parsed once more, then it is over
-
-
-def _raise_handshake_error(exc: Exception | None, url: str, token: str | None) -> NoReturn:
-    if isinstance(exc, InvalidStatus):
-        response = exc.response
-        raise upgrade_refusal(
-            url, response.status_code, response.headers, resolve_token(token)
-        ) from exc
-    if isinstance(exc, InvalidHandshake):
-        raise NotAnOpenEnvServerError(
-            f"{url} did not complete a WebSocket handshake ({exc}): this is not an OpenEnv "
-            "server, or base_url is wrong.",
-            url=url,
-        ) from exc
-    raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
 __all__ = ["BlockingConnection", "ws_url_or_raise"]

@@ -43,6 +43,7 @@ from websockets.typing import Subprotocol
 from openenv_gym.server.fault_replies import ErrorLog
 from openenv_gym.server.http_requests import BodyRequestReader
 from openenv_gym.server.turn_end import TurnEnd
+from openenv_gym.wire.data_frames import DataFrameReader, ends_at_handshake
 
 logger = logging.getLogger("openenv_gym.server")
 
@@ -118,6 +119,12 @@ class ServerConnection(asyncio.Protocol):
             select_subprotocol=lambda _protocol, offered: hooks.select_subprotocol(offered),
             max_size=max_size,
         )
+        self._max_size = max_size
+        #: Reads whole data frames before the protocol (:mod:`openenv_gym.wire.data_frames`)
+        #: once the handshake is done, if its bytes ended with the request.
+        self._reader: DataFrameReader | None = None
+        #: The bytes fed until the handshake ends (``None`` past :data:`_HANDSHAKE_BYTES`).
+        self._handshake: bytearray | None = bytearray()
         self.transport: asyncio.Transport | None = None
         self.handler: MessageHandler | None = None
         self._head: bytes | None = b""  # None once the request went to websockets
@@ -180,8 +187,18 @@ class ServerConnection(asyncio.Protocol):
         if poller is not None:
             poller.arrived()
         protocol = self.protocol
-        protocol.receive_data(data)
-        for event in protocol.events_received():
+        reader = self._reader
+        if reader is not None:
+            events = reader.receive_data(data)
+        else:
+            handshake = self._handshake
+            if handshake is not None:
+                handshake += data
+                if len(handshake) > _HANDSHAKE_BYTES:
+                    self._handshake = None  # no reader for this connection
+            protocol.receive_data(data)
+            events = protocol.events_received()
+        for event in events:
             if isinstance(event, Frame):
                 self._take_frame(event)
             elif isinstance(event, Request):
@@ -196,7 +213,12 @@ class ServerConnection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         if self._body_reader is not None or self._head is not None:
             return None
-        self.protocol.receive_eof()
+        if self._reader is not None:
+            for event in self._reader.receive_eof():
+                if isinstance(event, Frame):
+                    self._take_frame(event)
+        else:
+            self.protocol.receive_eof()
         self._flush()
         return None  # the transport closes itself
 
@@ -358,6 +380,9 @@ class ServerConnection(asyncio.Protocol):
         self.protocol.send_response(response)
         self._flush()
         if response.status_code == 101 and self.protocol.state is State.OPEN:
+            received, self._handshake = self._handshake, None
+            if received is not None and ends_at_handshake(bytes(received)):
+                self._reader = DataFrameReader(self.protocol, masked=True, max_size=self._max_size)
             self.handler = self.hooks.open_handler(self)
 
     # ----------------------------------------------------------------- frames
@@ -387,6 +412,10 @@ class ServerConnection(asyncio.Protocol):
             logger.exception("answering a message failed; closing the connection")
             self.close(1011, "internal error")
 
+
+#: At most this many bytes of a handshake are kept to see whether it ends at a frame
+#: boundary; a longer one (websockets refuses most) gets no :class:`DataFrameReader`.
+_HANDSHAKE_BYTES: Final = 64 * 1024
 
 #: Server-wide: failed requests come before authentication, so a flood must not flood the
 #: log (one line each, tracebacks at DEBUG, rate-limited).

@@ -177,6 +177,9 @@ class FramePipeline:
         self._resize_to = None if small == (_RAW_HEIGHT, _RAW_WIDTH) else small[::-1]
         self._frame_shape = (settings.channels, *small)
         self._small = np.zeros(small if settings.gray_scale else (*small, 3), np.uint8)
+        #: The frame stack last handed out. Each push writes a new array (the old frames
+        #: shifted, the new one last), so an observation handed out is never written again:
+        #: no copy per step, and a final observation outlives the reset after it.
         self._stack = np.zeros(settings.observation_shape, np.uint8)
         self._interpolation = cv2.INTER_AREA if settings.use_inter_area_resize else cv2.INTER_LINEAR
         self._lives = 0
@@ -212,7 +215,7 @@ class FramePipeline:
         self._lives = self._ale.lives()
         self._game_over = False
         self._push(frame, fill=new_game)
-        return self._stack.copy(), self._info(0.0, self._lives, bool(self._ale.game_over()))
+        return self._stack, self._info(0.0, self._lives, bool(self._ale.game_over()))
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         """One agent step: ``frame_skip`` frames of ``action``.
@@ -229,7 +232,7 @@ class FramePipeline:
         self._game_over = over
         self._push(frame, fill=False)
         clipped = float((reward > 0) - (reward < 0)) if self.settings.reward_clip else reward
-        return self._stack.copy(), clipped, over or life_lost, self._info(reward, lives, over)
+        return self._stack, clipped, over or life_lost, self._info(reward, lives, over)
 
     def _skip(self, action: int) -> tuple[np.ndarray, float, bool]:
         """Repeat ``action`` for ``frame_skip`` frames (fewer if the game ends): the max of
@@ -259,7 +262,7 @@ class FramePipeline:
         return out
 
     def _push(self, frame: np.ndarray, *, fill: bool) -> None:
-        """Resize ``frame`` and push it onto the stack (into every slot with ``fill``)."""
+        """Resize ``frame`` and push it onto a new stack (into every slot with ``fill``)."""
         s = self.settings
         if self._resize_to is not None:
             frame = self._cv2.resize(
@@ -267,12 +270,13 @@ class FramePipeline:
             )
         if not s.gray_scale:
             frame = frame.transpose(2, 0, 1)
-        stack = self._stack
         if fill:
-            stack[...] = np.tile(frame.reshape(self._frame_shape), (s.stack_num, 1, 1))
+            self._stack = np.tile(frame.reshape(self._frame_shape), (s.stack_num, 1, 1))
             return
+        old = self._stack
+        stack = self._stack = np.empty_like(old)
         c = self._frame_shape[0]
-        stack[:-c] = stack[c:]
+        stack[:-c] = old[c:]
         stack[-c:] = frame.reshape(self._frame_shape)
 
     def _info(self, raw_reward: float, lives: int, game_over: bool) -> dict[str, Any]:
