@@ -153,6 +153,7 @@ def test_server_frames_unmasked() -> None:
 )
 def test_bad_or_closing_frames_go_to_the_protocol(name: str, build: Any) -> None:
     """The protocol fails (or closes) the connection exactly as without the reader."""
+
     def before_then(client: ClientProtocol) -> None:
         client.send_text(b"before")
         build(client)
