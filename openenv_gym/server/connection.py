@@ -214,9 +214,7 @@ class ServerConnection(asyncio.Protocol):
         if self._body_reader is not None or self._head is not None:
             return None
         if self._reader is not None:
-            for event in self._reader.receive_eof():
-                if isinstance(event, Frame):
-                    self._take_frame(event)
+            self._reader.receive_eof()  # what it kept goes to the protocol first
         else:
             self.protocol.receive_eof()
         self._flush()
