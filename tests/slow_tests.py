@@ -90,9 +90,9 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     ),
     "tests/docs/test_docs.py": (
         "test_code_block_runs[README.md:61]",  # 45 s
-        "test_code_block_runs[docs/servers.md:222]",  # 32 s
-        "test_code_block_runs[docs/servers.md:159]",  # an embedded Breakout server (issue 36)
-        "test_code_block_runs[docs/servers.md:74]",  # 18 s
+        "test_code_block_runs[docs/servers.md:238]",  # 32 s
+        "test_code_block_runs[docs/servers.md:175]",  # an embedded Breakout server (issue 36)
+        "test_code_block_runs[docs/servers.md:90]",  # 18 s
         "test_code_block_runs[docs/spaces.md:368]",  # 14 s
         "test_code_block_runs[docs/vector.md:23]",  # 9 s
         "test_code_block_runs[docs/vector.md:41]",  # 8 s
