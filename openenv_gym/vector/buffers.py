@@ -25,7 +25,13 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from openenv_gym.env_mapping import reply_info
 from openenv_gym.errors import ActionMaskUnavailableError, OpenEnvGymError
 from openenv_gym.spaces import ActionCodec, ObservationCodec
-from openenv_gym.vector.infos import AddInfo, ResultRows, merge_result_infos, merge_results_infos
+from openenv_gym.vector.infos import (
+    AddInfo,
+    ResultRows,
+    merge_result_infos,
+    merge_results_infos,
+    row_index,
+)
 from openenv_gym.wire.batch import BatchResult
 
 
@@ -389,18 +395,6 @@ def _array_leaves(space: gym.Space[Any]) -> bool:
     )
 
 
-def row_index(indices: list[int]) -> slice | list[int]:
-    """``indices`` as a numpy index: a slice when they run one by one (no fancy indexing).
-
-    Example:
-        >>> row_index([2, 3, 4]), row_index([0, 2, 1])
-        (slice(2, 5, None), [0, 2, 1])
-    """
-    first = indices[0]
-    end = first + len(indices)
-    return slice(first, end) if indices == list(range(first, end)) else indices
-
-
 def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | None:
     """The boolean column ``key`` of a result as a new array; ``None`` when there is no such
     field, ``False`` when it holds anything but booleans (the row-by-row path decides)."""
@@ -416,4 +410,4 @@ def _flags(fields: Mapping[str, Any], key: str | None) -> np.ndarray | bool | No
 
 _BOOL_ONLY = frozenset({bool})
 
-__all__ = ["BatchBuffers", "row_index"]
+__all__ = ["BatchBuffers"]

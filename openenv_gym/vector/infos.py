@@ -71,15 +71,21 @@ def merge_column(
     values: Sequence[Any],
 ) -> dict[str, Any]:
     """``infos`` with ``values[k]`` merged in as sub-env ``targets[k]``'s ``key``."""
-    return _merge(add_info, num_envs, infos, key, targets, _rows(targets), values)
+    return _merge(add_info, num_envs, infos, key, targets, row_index(targets), values)
 
 
-def _rows(targets: Sequence[int]) -> slice | list[int]:
-    """``targets`` as an index: a slice when they run one by one, else the list."""
-    start = targets[0]
-    if list(targets) == list(range(start, start + len(targets))):
-        return slice(start, start + len(targets))
-    return list(targets)
+def row_index(indices: Sequence[int]) -> slice | list[int]:
+    """``indices`` as a numpy index: a slice when they run one by one (no fancy indexing),
+    else a list (``indices`` itself when it is one).
+
+    Example:
+        >>> row_index([2, 3, 4]), row_index((0, 2, 1))
+        (slice(2, 5, None), [0, 2, 1])
+    """
+    first = indices[0]
+    end = first + len(indices)
+    rows = indices if type(indices) is list else list(indices)
+    return slice(first, end) if rows == list(range(first, end)) else rows
 
 
 def _merge(
@@ -211,7 +217,7 @@ def _merge_columns(
     """``infos`` with each key's ``columns`` values merged in as sub-envs ``targets``' (in
     key order). When the targets are every sub-env in order, a key new to ``infos`` gets its
     column in one numpy call (:func:`full_column`), equal to ``_add_info``'s."""
-    where = _rows(targets)
+    where = row_index(targets)
     every_mask = np.ones(num_envs, dtype=np.bool_) if where == slice(0, num_envs) else None
     for key, values in columns.items():
         if every_mask is not None and key not in infos and key != "final_obs":
@@ -332,5 +338,6 @@ __all__ = [
     "merge_column",
     "merge_result_infos",
     "merge_results_infos",
+    "row_index",
     "take_info_rows",
 ]

@@ -44,9 +44,9 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from openenv_gym.spaces import ObservationCodec
-from openenv_gym.vector.buffers import BatchBuffers, row_index
+from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import BatchChannel, Channel
-from openenv_gym.vector.infos import full_column
+from openenv_gym.vector.infos import full_column, row_index
 from openenv_gym.wire.batch import BATCH_RESULT
 
 #: Declined steps in a row after which a vector env stops trying the steady step.
