@@ -36,7 +36,6 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Final
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidURI
@@ -47,7 +46,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from openenv_gym.busy_poll import DEFAULT_CLIENT_BUSY_POLL, BusyPoller
-from openenv_gym.client.handshake import raise_handshake_error, read_handshake
+from openenv_gym.client.handshake import RECV_CHUNK, raise_handshake_error, read_handshake
 from openenv_gym.client.http import auth_headers, resolve_token
 from openenv_gym.client.keepalive import forget, watch
 from openenv_gym.client.options import ConnectOptions
@@ -61,8 +60,6 @@ from openenv_gym.errors import (
 from openenv_gym.wire.data_frames import DataFrameReader, data_frame
 from openenv_gym.wire.encoding import EncodedLink, Encoding, encoding_of
 from openenv_gym.wire.messages import CLIENT_INBOUND_LIMIT, WORKER_HEADER, http_to_ws_url
-
-_CHUNK: Final = 256 * 1024
 
 
 def _on_loopback(sock: socket.socket) -> bool:
@@ -305,7 +302,7 @@ class BlockingConnection(EncodedLink):
             poller.spin()  # awake until the reply lands, or the budget is spent
         sock.settimeout(timeout)
         try:
-            data = sock.recv(_CHUNK)
+            data = sock.recv(RECV_CHUNK)
         except TimeoutError as exc:
             self.abort()
             raise ReplyTimeoutError(
@@ -338,7 +335,7 @@ class BlockingConnection(EncodedLink):
             return
         try:
             while self._readable():
-                data = self._sock.recv(_CHUNK)
+                data = self._sock.recv(RECV_CHUNK)
                 self._feed(data)
                 if not data:
                     return

@@ -29,8 +29,8 @@ from openenv_gym.client.http import resolve_token, upgrade_refusal
 from openenv_gym.errors import NotAnOpenEnvServerError, ServerConnectionError
 from openenv_gym.wire.data_frames import ends_at_handshake
 
-#: The most bytes one ``recv`` of the handshake reads.
-HANDSHAKE_CHUNK: Final = 256 * 1024
+#: The most bytes one ``recv`` of a connection reads (the handshake, then every frame).
+RECV_CHUNK: Final = 256 * 1024
 
 
 def read_handshake(
@@ -57,7 +57,7 @@ def read_handshake(
             )
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
-            data = sock.recv(HANDSHAKE_CHUNK)
+            data = sock.recv(RECV_CHUNK)
         except TimeoutError as exc:
             raise ServerConnectionError(
                 f"{url} did not complete the WebSocket handshake within {timeout:g}s",
@@ -99,4 +99,4 @@ def raise_handshake_error(exc: Exception | None, url: str, token: str | None) ->
     raise ServerConnectionError(f"the WebSocket handshake with {url} failed: {exc}", url=url)
 
 
-__all__ = ["HANDSHAKE_CHUNK", "raise_handshake_error", "read_handshake"]
+__all__ = ["RECV_CHUNK", "raise_handshake_error", "read_handshake"]
