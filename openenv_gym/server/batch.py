@@ -37,6 +37,7 @@ from openenv_gym.wire.batch import (
 )
 from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.client_frames import ClientMessageError
+from openenv_gym.wire.compact_results import COMPACT, CompactWriter
 from openenv_gym.wire.compressed import (
     ZSTD,
     FrameCompressor,
@@ -84,6 +85,8 @@ class BatchHandler:
         self.compressor: FrameCompressor | None = None
         #: Sends columns once while they repeat, when the client offered it.
         self.repeated: RepeatedColumns | None = None
+        #: Sends steady results as compact frames, when the client offered it.
+        self.compact: CompactWriter | None = None
         self._taken = 0
 
     def on_message(self, message: bytes) -> None:
@@ -111,6 +114,7 @@ class BatchHandler:
                     self.truncated_key,
                     self.shared,
                     self.repeated,
+                    self.compact,
                 )
                 if not text and self.compressor is not None and data.get("compress") is not False:
                     frame = self.compressor.pack(frame)
@@ -166,11 +170,15 @@ class BatchHandler:
             self.compressor = FrameCompressor()
         if data.get(REPEAT) is True:
             self.repeated = RepeatedColumns()
+            # Compact frames stand on repeated columns; packed frames are not read as them.
+            if data.get(COMPACT) is True and self.compressor is None:
+                self.compact = CompactWriter()
         opened = {
             "sessions": len(sessions),
             "shared_memory": self.shared is not None,
             "compression": ZSTD if self.compressor is not None else None,
             REPEAT: self.repeated is not None,
+            COMPACT: self.compact is not None,
         }
         connection.send(encode_json({"type": BATCH_OPENED, "data": opened}), text=True)
 
@@ -205,6 +213,7 @@ def _step(
     truncated_key: str | None,
     shared: SharedArrayWriter | None = None,
     repeated: RepeatedColumns | None = None,
+    compact: CompactWriter | None = None,
 ) -> tuple[bytes, bool]:
     """Carry out every op; the encoded reply and whether it is a text frame."""
     started = time.perf_counter()
@@ -246,7 +255,7 @@ def _step(
         k, reply = failed
         return encode_json({**reply, "data": {**reply["data"], "index": k}}), True
     try:
-        return encode_batch_result(indices, replies, finals, shared, repeated), False
+        return encode_batch_result(indices, replies, finals, shared, repeated, compact), False
     except Exception as exc:
         logger.warning("cannot encode a batch result", exc_info=True)
         error = error_message(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")

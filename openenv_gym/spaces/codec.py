@@ -101,6 +101,17 @@ class ObservationCodec:
         except CodecError as exc:
             raise self._mismatch(exc, observation) from exc
 
+    def batch_fits_every(self, dtype: np.dtype[Any], row_size: int) -> bool:
+        """Whether a single-field space takes every stacked array of ``dtype`` with
+        ``row_size`` values a row as it is (:meth:`decode_batch` would check nothing, and
+        return it reshaped): e.g. a ``Box(0, 255, uint8)`` of screens."""
+        codec = self._codec
+        return (
+            self.key is not None
+            and isinstance(codec, NumericArrayCodec)
+            and codec.fits_every(dtype, row_size)
+        )
+
     def decode_batch(self, fields: Mapping[str, Any], count: int) -> np.ndarray | list[Any]:
         """``count`` observations whose fields come stacked (a batch reply: each field an
         array or list with one entry per observation) -> their decoded values.

@@ -172,6 +172,12 @@ class NumericArrayCodec(FieldCodec):
             self.decode(array[bad], path)  # raises, naming the value
         return np.stack([self.decode(wire[k], path) for k in range(count)])
 
+    def fits_every(self, dtype: np.dtype[Any], size: int) -> bool:
+        """Whether every array of ``dtype`` and ``size`` values decodes as itself, unchecked:
+        the space's own dtype and size, and bounds that every value of it meets (uint8 in
+        ``[0, 255]``), as :meth:`decode_batch` would find row after row."""
+        return dtype == self._dtype and size == self._size and self._dtype_in_bounds
+
     def _all_inside(self, array: np.ndarray) -> bool:
         """Whether every value of ``array`` is within the bounds (NaN is not)."""
         if array.dtype == self._dtype and self._dtype_in_bounds:

@@ -23,6 +23,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+import numpy as np
+
 from openenv_gym.client.blocking import BlockingConnection
 from openenv_gym.errors import ProtocolError, ServerReplyError
 from openenv_gym.vector.round_trip import (
@@ -39,6 +41,8 @@ from openenv_gym.wire.batch import (
     parse_batch_states,
 )
 from openenv_gym.wire.binary import load_frame
+from openenv_gym.wire.compact_reader import Announcement, CompactReader, as_lists
+from openenv_gym.wire.compact_results import is_compact_frame
 from openenv_gym.wire.compression_policy import BATCH_WARMUP_STEPS, CompressionPolicy
 from openenv_gym.wire.messages import (
     ObservationReply,
@@ -173,6 +177,9 @@ class BatchChannel(Channel):
         repeated: The server agreed to send columns once while they repeat
             (:mod:`openenv_gym.wire.repeated_columns`): they are put back as each reply
             is read.
+        compact: The server agreed to compact frames
+            (:mod:`openenv_gym.wire.compact_results`): each is read as the full result it
+            stands for.
     """
 
     batch = True
@@ -187,6 +194,7 @@ class BatchChannel(Channel):
         compressed: bool = False,
         measured: bool = False,
         repeated: bool = False,
+        compact: bool = False,
     ) -> None:
         self.session = session
         self.indices = indices
@@ -198,6 +206,7 @@ class BatchChannel(Channel):
         self._copy = not borrow
         self._compressed = compressed
         self._repeated = RepeatedColumns() if repeated else None
+        self._compact = CompactReader() if compact and repeated else None
         #: Decides per step whether results come packed (``None``: not measured).
         self.policy = CompressionPolicy(BATCH_WARMUP_STEPS) if compressed and measured else None
         self._asked: bool | None = None
@@ -208,6 +217,22 @@ class BatchChannel(Channel):
         """Whether the server sends columns once while they repeat
         (:mod:`openenv_gym.wire.repeated_columns`)."""
         return self._repeated is not None
+
+    @property
+    def announcement(self) -> Announcement | None:
+        """The announcement the next compact frames stand on
+        (:mod:`openenv_gym.wire.compact_reader`; ``None``: none may come)."""
+        return self._compact.announcement if self._compact is not None else None
+
+    def shared_array(self, descriptor: Mapping[str, Any]) -> np.ndarray:
+        """The array a shared-memory descriptor names (as the frames' arrays are read).
+
+        Raises:
+            ProtocolError: No shared memory was agreed, or the descriptor is bad.
+        """
+        if self._shared is None:
+            raise ProtocolError("expected shared memory on this connection, none was agreed")
+        return self._shared.array(descriptor)
 
     @property
     def shared_memory(self) -> bool:
@@ -231,7 +256,10 @@ class BatchChannel(Channel):
 
     def parse(self, raw: str | bytes, url: str) -> BatchResult:
         try:
-            return batch_result_of(self.load(raw), url=url, sessions=len(self.indices))
+            message = self.load(raw)
+            if type(message) is dict and type(message.get("data")) is dict:
+                as_lists(message["data"])  # a compact frame's numbers, as a full frame's
+            return batch_result_of(message, url=url, sessions=len(self.indices))
         except (ServerReplyError, ProtocolError) as exc:
             name_sub_envs(exc, self.indices, url)
             raise
@@ -240,13 +268,23 @@ class BatchChannel(Channel):
         """The message of a reply with its arrays and repeated columns put back, read as
         :meth:`parse` reads it but not checked (for
         :class:`~openenv_gym.vector.steady_step.SteadyStep`, which checks what a plain
-        result needs, and leaves anything else to :meth:`parse`). Reading a reply twice
+        result needs, and leaves anything else to :meth:`parse`). A compact frame's numbers
+        are numpy arrays here (:meth:`CompactReader.unpack
+        <openenv_gym.wire.compact_reader.CompactReader.unpack>`). Reading a reply twice
         gives the same message.
 
         Raises:
             CompressedFrameError, ProtocolError: The frame cannot be read.
         """
-        repeated = self._repeated
+        repeated, compact = self._repeated, self._compact
+        if compact is not None and is_compact_frame(raw):
+            try:
+                data = compact.unpack(raw, self._shared, copy=self._copy)
+            except ProtocolError:
+                self._forget()
+                raise
+            self._record()
+            return {"type": BATCH_RESULT, "data": data}
         try:
             message = load_frame(
                 raw,
@@ -256,15 +294,27 @@ class BatchChannel(Channel):
                 compressed=self._compressed,
             )
         except ProtocolError:
-            if repeated is not None:
-                repeated.forget()  # a result lost: nothing may repeat it
+            self._forget()
             raise
         self._record()
         if repeated is not None and type(message) is dict:
-            data = message.get("data")
-            if message.get("type") == BATCH_RESULT and type(data) is dict:
-                repeated.restore(data)
+            full = message.get("data")
+            if message.get("type") == BATCH_RESULT and type(full) is dict:
+                try:
+                    repeated.restore(full)
+                    if compact is not None:
+                        compact.remember(full)
+                except ProtocolError:
+                    self._forget()
+                    raise
         return message
+
+    def _forget(self) -> None:
+        """A result lost: nothing may repeat it, and no compact frame stand on it."""
+        if self._repeated is not None:
+            self._repeated.forget()
+        if self._compact is not None:
+            self._compact.forget()
 
     def skip(self, raw: str | bytes | BaseException) -> None:
         """A reply read and not taken: its repeated columns are remembered all the same

@@ -43,7 +43,12 @@ from openenv_gym.vector.channels import (
     Channel,
     PlainChannel,
 )
-from openenv_gym.wire.batch import batch_agreements, batch_open_message, repeat_agreed
+from openenv_gym.wire.batch import (
+    batch_agreements,
+    batch_open_message,
+    compact_agreed,
+    repeat_agreed,
+)
 from openenv_gym.wire.compressed import ZSTD, batch_compression_offer
 from openenv_gym.wire.encoding import resolve_encoding
 from openenv_gym.wire.messages import encode_message
@@ -241,6 +246,7 @@ class Opener:
                     offer,
                     batch_compression_offer(compression),
                     repeat=True,
+                    compact=True,
                 )
             )
             for chunk in chunks
@@ -252,13 +258,16 @@ class Opener:
                 probe.close()
         refused = 0
         failure: BaseException | None = None
-        agreed: list[tuple[bool, bool, bool]] = []  # shared memory, compression, repeat
+        # Shared memory, compression, repeated columns, compact frames.
+        agreed: list[tuple[bool, bool, bool, bool]] = []
         for chunk, raw in zip(chunks, replies, strict=True):
             if isinstance(raw, BaseException):
                 failure = failure or raw
                 continue
             try:
-                agreed.append((*batch_agreements(raw, len(chunk)), repeat_agreed(raw)))
+                agreed.append(
+                    (*batch_agreements(raw, len(chunk)), repeat_agreed(raw), compact_agreed(raw))
+                )
             except CapacityReachedError:
                 refused += len(chunk)
             except OpenEnvGymError as exc:
@@ -275,8 +284,11 @@ class Opener:
                 compressed=packed,
                 measured=compression != ZSTD,
                 repeated=repeat,
+                compact=compact,
             )
-            for c, chunk, (shared, packed, repeat) in zip(connections, chunks, agreed, strict=True)
+            for c, chunk, (shared, packed, repeat, compact) in zip(
+                connections, chunks, agreed, strict=True
+            )
         ]
 
 

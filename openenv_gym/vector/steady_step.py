@@ -46,8 +46,10 @@ import numpy as np
 from openenv_gym.spaces import ObservationCodec
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import BatchChannel, Channel
+from openenv_gym.vector.compact_step import CompactStep
 from openenv_gym.vector.infos import full_column, row_index
 from openenv_gym.wire.batch import BATCH_RESULT
+from openenv_gym.wire.compact_reader import TYPED
 
 #: Declined steps in a row after which a vector env stops trying the steady step.
 GIVE_UP_AFTER: Final = 8
@@ -90,8 +92,12 @@ class SteadyStep:
         )
         self._columns: dict[str, tuple[tuple[list[Any], ...], np.ndarray]] = {}
         self._declined = 0
-        #: Steps this path took (the rest went the general way).
+        #: The steps of compact frames, compiled for their announcements (or ``None``).
+        self._compact: CompactStep | None = None
+        #: Steps this path took (the rest went the general way), and those of them written
+        #: straight from compact frames.
         self.taken = 0
+        self.compact_taken = 0
 
     @staticmethod
     def supports(buffers: BatchBuffers) -> bool:
@@ -120,10 +126,18 @@ class SteadyStep:
         """Write the step of ``raws`` (one reply per channel, in order) and return its infos;
         ``None`` when a reply is not a plain result (nothing written: the general path
         takes them, and raises what they say)."""
-        parts: list[_Part] = []
-        step = None
         if not raws:
             return None  # nothing stepped: nothing to take (not a decline)
+        compact = self._compact
+        if compact is not None:
+            infos = compact.take(channels, raws)
+            if infos is not None:
+                self._declined = 0
+                self.taken += 1
+                self.compact_taken += 1
+                return infos
+        parts: list[_Part] = []
+        step = None
         try:
             for channel, raw in zip(channels, raws, strict=True):
                 part = self._part(channel, raw)
@@ -139,7 +153,10 @@ class SteadyStep:
             return None
         self._declined = 0
         self.taken += 1
-        return self._write(parts, *step)
+        infos = self._write(parts, *step)
+        if all(p.typed for p in parts):  # compact frames: compile them for the next steps
+            self._compact = CompactStep.compile(self.buffers, channels, infos)
+        return infos
 
     def _part(self, channel: Channel, raw: Any) -> _Part | None:
         """One reply read and checked: ``None`` when it is not a plain result.
@@ -157,17 +174,22 @@ class SteadyStep:
         indices = channel.indices
         count = len(indices)
         fields, reward, done = data["observation"], data["reward"], data["done"]
+        # A compact frame's numbers are arrays of their type and length already.
+        typed: list[str] = data.get(TYPED) or []
         if (
             data["indices"] != channel.every_session
             or type(fields) is not dict
             or _METADATA in fields
-            or type(reward) is not list
+            or not {count}.issuperset(map(len, fields.values()))
+        ):
+            return None
+        if not typed and (
+            type(reward) is not list
             or type(done) is not list
             or len(reward) != count
             or len(done) != count
             or not _NUMBERS.issuperset(map(type, reward))
             or not _BOOL_ONLY.issuperset(map(type, done))
-            or not {count}.issuperset(map(len, fields.values()))
         ):
             return None
         key = self._key
@@ -177,7 +199,7 @@ class SteadyStep:
         columns: dict[str, list[Any]] = {}
         for name, column in fields.items():
             if name not in self._quiet:
-                if type(column) is not list:
+                if type(column) is not list and name not in typed:
                     return None  # a numeric array beside the observation: general path
                 columns[name] = column
         metadata = data.get(_METADATA)
@@ -191,14 +213,15 @@ class SteadyStep:
             columns.update(extra)
             self._metadata[channel] = (metadata, extra)
         flags = [fields.get(name) for name in self._flag_keys]
-        for column in flags:
+        for name, column in zip(self._flag_keys, flags, strict=True):
             if column is not None and not (
-                type(column) is list and _BOOL_ONLY.issuperset(map(type, column))
+                (type(column) is list and _BOOL_ONLY.issuperset(map(type, column)))
+                or (name in typed and column.dtype == np.bool_)
             ):
                 return None
         decoded = self.buffers.codec.decode_batch({key: stacked}, count)
         legal = fields.get(self._legal_key) if self._legal_key is not None else None
-        return _Part(indices, decoded, reward, done, columns, flags, legal)
+        return _Part(indices, decoded, reward, done, columns, flags, legal, bool(typed))
 
     def _join(self, parts: list[_Part]) -> tuple[Any, ...] | None:
         """The step's rows in reply order, rewards, flags, step counts and info columns;
@@ -210,15 +233,21 @@ class SteadyStep:
         if any(list(p.columns) != keys or _sent(p.flags) != _sent(first.flags) for p in parts):
             return None
         order, reward, done, columns = first.indices, first.reward, first.done, first.columns
-        for more in parts[1:]:  # lists joined pairwise: one server's two workers in one go
-            order, reward, done = order + more.indices, reward + more.reward, done + more.done
-            columns = {name: values + more.columns[name] for name, values in columns.items()}
+        for more in parts[1:]:  # joined pairwise: one server's two workers in one go
+            order = order + more.indices
+            reward, done = _joined(reward, more.reward), _joined(done, more.done)
+            columns = {
+                name: _joined(values, more.columns[name]) for name, values in columns.items()
+            }
         rows: Any = slice(None) if order == self._every else order
         if rows is order and sorted(order) != self._every:
             return None  # not every sub-env stepped (a pool's subset): the general path
         infos: dict[str, np.ndarray] = {}
         known = self._columns
         for name, values in columns.items():
+            if type(values) is np.ndarray:  # a compact frame's numbers: new every step
+                infos[name] = values
+                continue
             sources = tuple([p.columns[name] for p in parts])
             last = known.get(name)
             if (
@@ -249,7 +278,7 @@ class SteadyStep:
         count = len(done)
         sent: dict[str | None, list[bool]] = {}
         for k, name in enumerate(self._flag_keys):
-            sent[name] = [f for p in parts for f in p.flags[k] or ()]
+            sent[name] = [f for p in parts if p.flags[k] is not None for f in p.flags[k]]
         codec = self.buffers.codec
         truncated_column = sent.get(codec.truncated_key)
         terminated_column = sent.get(codec.terminated_key)
@@ -299,9 +328,11 @@ class SteadyStep:
             buffers.note_ended()
         merged: dict[str, Any] = {}
         mask = np.ones(buffers.num_envs, dtype=np.bool_)
+        known = self._columns
         for name, column in infos.items():
             if type(rows) is slice:
-                column = column.copy()  # the one built stays for the next step
+                if name in known and column is known[name][1]:
+                    column = column.copy()  # the one built stays for the next step
             else:  # the replies' order is not the sub-envs': a new column in theirs
                 placed = np.empty_like(column)
                 placed[rows] = column
@@ -315,14 +346,32 @@ class _Part(NamedTuple):
 
     indices: list[int]
     decoded: Any
-    reward: list[float]
-    done: list[bool]
-    columns: dict[str, list[Any]]
-    flags: list[list[bool] | None]
+    reward: Any  # a list, or a compact frame's array
+    done: Any
+    columns: dict[str, Any]
+    flags: list[Any]
     legal: list[Any] | None
+    #: It came as a compact frame.
+    typed: bool
 
 
-def _sent(flags: list[list[bool] | None]) -> list[bool]:
+def _joined(first: Any, second: Any) -> Any:
+    """Two replies' values of one column in order: lists joined, a compact frame's arrays
+    concatenated (a list beside an array: lists, as a full frame has them).
+
+    Example:
+        >>> _joined([1], [2]), _joined(np.array([1]), np.array([2])), _joined([1], np.array([2]))
+        ([1, 2], array([1, 2]), [1, 2])
+    """
+    if type(first) is list and type(second) is list:
+        return first + second
+    if type(first) is np.ndarray and type(second) is np.ndarray:
+        return np.concatenate((first, second))
+    as_list = [v.tolist() if type(v) is np.ndarray else v for v in (first, second)]
+    return as_list[0] + as_list[1]
+
+
+def _sent(flags: list[Any]) -> list[bool]:
     """Which flag fields a reply sent."""
     return [f is not None for f in flags]
 

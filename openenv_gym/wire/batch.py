@@ -63,6 +63,7 @@ import pydantic_core
 from openenv_gym.errors import ProtocolError
 from openenv_gym.wire.binary import load_frame
 from openenv_gym.wire.client_frames import ClientMessage, ClientMessageError, parse_client_message
+from openenv_gym.wire.compact_results import COMPACT
 from openenv_gym.wire.compressed import ZSTD
 from openenv_gym.wire.messages import (
     CLIENT_INBOUND_LIMIT,
@@ -100,6 +101,7 @@ __all__ = [
     "batch_state_message",
     "batch_step_message",
     "check_batch_opened",
+    "compact_agreed",
     "parse_batch_message",
     "parse_batch_open",
     "parse_batch_result",
@@ -119,12 +121,13 @@ def batch_open_message(
     compression: str | None = None,
     *,
     repeat: bool = False,
+    compact: bool = False,
 ) -> dict[str, Any]:
     """The first frame of a batch connection: open ``sessions`` sessions (offering shared
     memory with a :meth:`~openenv_gym.wire.shared_memory.ProbeFile.offer`, compressed
-    frames with :func:`~openenv_gym.wire.compressed.compression_offer`'s value, and
-    columns sent once while they repeat with ``repeat``:
-    :mod:`openenv_gym.wire.repeated_columns`)."""
+    frames with :func:`~openenv_gym.wire.compressed.compression_offer`'s value, columns
+    sent once while they repeat with ``repeat``: :mod:`openenv_gym.wire.repeated_columns`,
+    and with it compact frames with ``compact``: :mod:`openenv_gym.wire.compact_results`)."""
     data: dict[str, Any] = {"sessions": sessions, "truncated_key": truncated_key}
     if shared_memory is not None:
         data["shared_memory"] = dict(shared_memory)
@@ -132,6 +135,8 @@ def batch_open_message(
         data["compression"] = compression
     if repeat:
         data[REPEAT] = True
+        if compact:
+            data[COMPACT] = True
     return {"type": BATCH_OPEN, "data": data}
 
 
@@ -351,6 +356,13 @@ def repeat_agreed(raw: str | bytes) -> bool:
     columns sent once while they repeat (:mod:`openenv_gym.wire.repeated_columns`)."""
     data = _reply_data(raw, BATCH_OPENED, url=None)
     return data is not None and offer_accepted(data)
+
+
+def compact_agreed(raw: str | bytes) -> bool:
+    """Whether a ``batch_opened`` reply (checked by :func:`batch_agreements`) agrees to
+    compact frames (:mod:`openenv_gym.wire.compact_results`)."""
+    data = _reply_data(raw, BATCH_OPENED, url=None)
+    return data is not None and data.get(COMPACT) is True and offer_accepted(data)
 
 
 def parse_batch_states(raw: str | bytes, *, url: str | None = None) -> list[dict[str, Any]]:

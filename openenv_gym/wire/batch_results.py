@@ -28,6 +28,7 @@ import numpy as np
 
 from openenv_gym.wire.batch import BATCH_RESULT
 from openenv_gym.wire.binary import encode_frame
+from openenv_gym.wire.compact_results import COMPACT, CompactWriter
 from openenv_gym.wire.repeated_columns import SAME, RepeatedColumns
 from openenv_gym.wire.shared_memory import MIN_SHARED_BYTES, SharedArrayWriter
 
@@ -62,6 +63,7 @@ def encode_batch_result(
     finals: Mapping[int, Mapping[str, Any]],
     shared: SharedArrayWriter | None = None,
     repeated: RepeatedColumns | None = None,
+    compact: CompactWriter | None = None,
 ) -> bytes:
     """One ``batch_result`` frame for the ``observation`` replies of ``indices``.
 
@@ -71,13 +73,16 @@ def encode_batch_result(
     ``finals`` maps a position to the ``observation`` reply of an episode that was reset in
     the same round trip. With ``repeated`` (the connection agreed to it), columns that
     repeat the connection's last result are sent once
-    (:mod:`openenv_gym.wire.repeated_columns`).
+    (:mod:`openenv_gym.wire.repeated_columns`); with ``compact`` too, a result that repeats
+    its connection's announcement but for its numbers goes as a compact frame, and a full
+    one announces its layout (:mod:`openenv_gym.wire.compact_results`).
     """
     datas = [reply["data"] for reply in replies]
     observations = [d["observation"] for d in datas]
     stacked: dict[str, Any] = {}
     arrays: list[tuple[Sequence[str], Any]] = []
     in_shared: list[dict[str, Any]] = []
+    array_fields: dict[str, Any] = {}  # field -> its shared-memory descriptor or stacked array
     metadata: dict[str, Any] | None = None
     for key, values in _columns(observations):
         if key == _METADATA:
@@ -94,26 +99,46 @@ def encode_batch_result(
         ):
             path = ["data", "observation", key]
             if shared is not None and first.nbytes * len(values) >= MIN_SHARED_BYTES:
-                in_shared.append({"path": path, **shared.put(key, values)})
+                array_fields[key] = {"path": path, **shared.put(key, values)}
+                in_shared.append(array_fields[key])
             else:
-                arrays.append((path, np.stack(values)))
+                array_fields[key] = np.stack(values)
+                arrays.append((path, array_fields[key]))
             stacked[key] = None
         else:
             stacked[key] = list(values)
+    rewards = [d.get("reward") for d in datas]
+    done = [bool(d.get("done")) for d in datas]
+    layout = None
+    if compact is not None:
+        if not finals:
+            frame = compact.pack(indices, stacked, array_fields, metadata, rewards, done)
+            if frame is not None:
+                return frame
+        layout = compact.announce(
+            indices, stacked, array_fields, metadata, rewards, final=bool(finals)
+        )
     same: list[str] = []
     if repeated is not None:
         same, metadata = repeated.mark(indices, stacked, metadata)
     data = {
         "indices": list(indices),
         "observation": stacked,
-        "reward": [d.get("reward") for d in datas],
-        "done": [bool(d.get("done")) for d in datas],
+        "reward": rewards,
+        "done": done,
         _METADATA: metadata,
         "final": {str(k): dict(v["data"]) for k, v in finals.items()},
     }
     if same:
         data[SAME] = same
-    return encode_frame({"type": BATCH_RESULT, "data": data}, arrays, in_shared)
+    if layout is not None:
+        data[COMPACT] = layout
+    try:
+        return encode_frame({"type": BATCH_RESULT, "data": data}, arrays, in_shared)
+    except Exception:
+        if compact is not None:
+            compact.forget()  # not sent: no compact frame may stand on it
+        raise
 
 
 __all__ = ["encode_batch_result"]

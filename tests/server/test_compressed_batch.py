@@ -103,8 +103,9 @@ def test_agreed_compression_packs_result_frames_with_the_same_observations(
 ) -> None:
     packed_ws, agreed = open_batch(pong_url, closing, ZSTD)
     plain_ws, plain = open_batch(pong_url, closing, None)
-    assert agreed == {"sessions": 2, "shared_memory": False, "compression": ZSTD, "repeat": False}
-    assert plain == {"sessions": 2, "shared_memory": False, "compression": None, "repeat": False}
+    never = {"shared_memory": False, "repeat": False, "compact": False}
+    assert agreed == {"sessions": 2, "compression": ZSTD, **never}
+    assert plain == {"sessions": 2, "compression": None, **never}
     for ops in [SEEDS, STEPS, STEPS, STEPS]:
         small, result = step(packed_ws, ops)
         large, expected = step(plain_ws, ops)

@@ -1,0 +1,143 @@
+"""Steady steps from compact frames (:mod:`openenv_gym.vector.compact_step`) against full
+frames, on real servers: a vector env whose connections agreed to compact frames and one
+whose connections cannot (``compression="zstd"``: packed full frames), with the same seeds
+and actions, return the same observations, rewards, flags and infos (and dtypes) at every
+step: Atari's shared-memory screens and metadata, Breakout's lives and life-loss resets,
+CartPole's arrays in the frame and its server's exact flags, in every autoreset mode."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode
+
+import openenv_gym  # noqa: F401  (registers the ids)
+from openenv_gym import OpenEnvVectorEnv
+from openenv_gym.bench.atari_training import ATARI_OPTIONS
+from openenv_gym.envs.atari.preprocessing import ATARI_WRAPPER_OPTIONS
+from openenv_gym.envs.gymnasium import gymnasium_server
+from openenv_gym.server import ServerThread
+from openenv_gym.vector.channels import BatchChannel
+from openenv_gym.vector.compact_step import CompactStep
+from openenv_gym.wire.compressed import ZSTD
+
+
+@pytest.fixture
+def two_cores() -> Iterator[None]:
+    """At most two cores, so an embedded server's two workers fill them and the replies of
+    a step are read at once (as on the 2-core CI machine): the steady step's condition."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, sorted(before)[:2])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@pytest.fixture(scope="module")
+def short_cartpole_url() -> Iterator[str]:
+    """CartPole whose server truncates episodes at 12 steps: both flags happen."""
+    server = gymnasium_server("CartPole-v1", make_kwargs={"max_episode_steps": 12}, max_sessions=32)
+    with ServerThread(server) as running:
+        yield running.url
+
+
+def _same(step: int, ours: tuple[Any, ...], full: tuple[Any, ...]) -> None:
+    names = ("obs", "infos") if len(ours) == 2 else ("obs", "rewards", "term", "trunc", "infos")
+    for name, a, b in zip(names, ours, full, strict=True):
+        assert data_equivalence(a, b), f"step {step}: {name} differ:\n{a}\n{b}"
+    assert list(ours[-1]) == list(full[-1]), f"step {step}: info keys differ"
+    for key, value in ours[-1].items():  # dtypes too (data_equivalence compares values)
+        assert getattr(value, "dtype", None) == getattr(full[-1][key], "dtype", None), key
+
+
+def _compact_steps(envs: Any) -> int:
+    steady = envs.unwrapped._path.steady
+    assert steady._compact is None or isinstance(steady._compact, CompactStep)
+    return int(steady.compact_taken)
+
+
+def _step_both(
+    make: Callable[..., Any], steps: int, *, seed: int = 0, reset_ended: bool = False
+) -> tuple[Any, Any]:
+    """Step a compact env and a full-frame one alike; returns both (closed)."""
+    ours, full = make(), make(compression=ZSTD)
+    try:
+        channels = ours.unwrapped._connections.channels
+        assert all(isinstance(c, BatchChannel) for c in channels)
+        _same(-1, ours.reset(seed=seed), full.reset(seed=seed))
+        ours.single_action_space.seed(seed)
+        for step in range(steps):
+            actions = np.array([ours.single_action_space.sample() for _ in range(ours.num_envs)])
+            result = ours.step(actions)
+            _same(step, result, full.step(actions))
+            if step == 0:  # a step's result announces (a reset's has no reward to type)
+                assert all(c.announcement is not None for c in channels)
+                assert all(c.announcement is None for c in full.unwrapped._connections.channels)
+            ended = result[2] | result[3]
+            if reset_ended and ended.any():  # DISABLED: the caller resets what ended
+                options = {"reset_mask": ended}
+                _same(step, ours.reset(options=options), full.reset(options=options))
+        return ours, full
+    finally:
+        ours.close()
+        full.close()
+
+
+@pytest.mark.usefixtures("two_cores")
+def test_preprocessed_pong_from_compact_frames_equals_full_frames() -> None:
+    def make(**kwargs: Any) -> Any:
+        return gym.make_vec("openenv/Atari-v0", num_envs=4, game="pong", **ATARI_OPTIONS, **kwargs)
+
+    ours, _ = _step_both(make, 40)
+    # The first step compiles (the steady step reads it); every later one is compact.
+    assert _compact_steps(ours) == 39
+
+
+@pytest.mark.usefixtures("two_cores")
+def test_breakout_lives_and_life_loss_resets_equal_full_frames() -> None:
+    """SB3's settings: a lost life ends the episode; the next step resets it (NEXT_STEP),
+    the info's lives change, and a step after a reset is compact again."""
+
+    def make(**kwargs: Any) -> Any:
+        return gym.make_vec(
+            "openenv/Atari-v0", num_envs=4, game="breakout", **ATARI_WRAPPER_OPTIONS, **kwargs
+        )
+
+    steps = 200
+    ours, _ = _step_both(make, steps, seed=3)
+    taken = _compact_steps(ours)
+    assert 0 < taken < steps - 1  # the resets went the general way
+
+
+@pytest.mark.parametrize(
+    "mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+)
+def test_cartpole_from_compact_frames_equals_full_frames(
+    short_cartpole_url: str, mode: AutoresetMode
+) -> None:
+    """One connection; the observations travel in the compact frames themselves, with the
+    server's truncated and terminated flags as boolean columns (its time limit truncates
+    some episodes, the pole ends others)."""
+
+    def make(**kwargs: Any) -> Any:
+        return OpenEnvVectorEnv(
+            "openenv/Remote-v0",
+            num_envs=6,
+            base_url=short_cartpole_url,
+            autoreset_mode=mode,
+            **kwargs,
+        )
+
+    disabled = mode == AutoresetMode.DISABLED
+    ours, _ = _step_both(make, 120, reset_ended=disabled)
+    if mode == AutoresetMode.SAME_STEP:  # ends come with final replies: full frames
+        assert _compact_steps(ours) == 0
+    else:
+        assert _compact_steps(ours) > 0
