@@ -9,6 +9,10 @@ of the :class:`~openenv_gym.server.session.SessionManager`: it takes one slot of
 same message on a plain connection (:meth:`SessionManager.answer`). Autoreset in
 Gymnasium's SAME_STEP mode happens here, in the same round trip.
 
+A client that offers ``"repeat"`` (and ``"compact"``) in ``batch_open`` gets repeated
+columns left out (:mod:`openenv_gym.wire.repeated_columns`) and steady results as compact
+frames (:mod:`openenv_gym.wire.compact_results`; not with compressed frames).
+
 A client may ask for compressed result frames in ``batch_open``; they are agreed unless the
 connection agreed to shared memory, and then each result frame is packed while it pays,
 unless its ``batch_step`` says ``"compress": false`` (the client measured raw frames to be

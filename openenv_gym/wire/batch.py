@@ -38,6 +38,11 @@ Server -> client: the reply to ``batch_step`` is a ``batch_result`` message (in 
         "metadata": {"k": {...}},               # position k -> non-empty metadata only
         "final": {"k": <observation reply data>}}}  # SAME_STEP: the episode's last reply
 
+With ``"repeat": true`` agreed, columns that repeat the last result come as ``null``
+(:mod:`openenv_gym.wire.repeated_columns`); with ``"compact": true`` too, a result that is
+as the last full one announced but for its numbers comes as a compact frame
+(:mod:`openenv_gym.wire.compact_results`).
+
 An op that fails (an invalid action, an environment that raises) makes the reply an
 ``error`` with the official code and ``"index"`` naming the session; the other ops were
 carried out.

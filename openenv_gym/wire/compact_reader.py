@@ -10,7 +10,8 @@ Example:
     >>> from openenv_gym.wire.compact_results import CompactWriter
     >>> writer, reader = CompactWriter(), CompactReader()
     >>> fields = {"score": [1.5, 2.0]}
-    >>> layout = writer.announce([0, 1], fields, {}, None, [0.0, 0.0], final=False)
+    >>> for _ in range(2):  # the second full frame for the same sessions announces
+    ...     layout = writer.announce([0, 1], fields, {}, None, [0.0, 0.0], final=False)
     >>> reader.remember({"indices": [0, 1], "observation": fields, "reward": [0.0, 0.0],
     ...                  "done": [False, False], "metadata": None, "final": {},
     ...                  "compact": layout})

@@ -42,6 +42,8 @@ Example:
     >>> first = {"lives": [3, 2], "legal": [[0, 1], [0, 1]]}
     >>> writer.pack([0, 1], first, {}, None, [1.0, 0.0], [False, True]) is None  # no announcement
     True
+    >>> writer.announce([0, 1], first, {}, None, [1.0, 0.0], final=False) is None  # once
+    True
     >>> layout = writer.announce([0, 1], first, {}, None, [1.0, 0.0], final=False)
     >>> layout
     [['lives', 'i8'], ['legal', 'same']]
@@ -177,6 +179,8 @@ class CompactWriter:
 
     def __init__(self) -> None:
         self._announced: _Announced | None = None
+        #: The sessions the last full frame answered.
+        self._last: list[int] | None = None
 
     def announce(
         self,
@@ -191,8 +195,11 @@ class CompactWriter:
         """The announcement of a full frame: ``columns`` its observation fields in order (an
         array field's value is ``None``; ``arrays`` maps it to its shared-memory descriptor
         or its stacked array), before any is left out as repeated. ``None`` when compact
-        frames cannot follow it (``final``, or a reward that is not a finite number)."""
-        if final or not _finite_numbers(rewards):
+        frames cannot follow it (``final``, or a reward that is not a finite number), and
+        when the last full frame answered other sessions: a pool's subsets seldom repeat,
+        and an announcement costs its encoding."""
+        last, self._last = self._last, list(indices)
+        if final or last != self._last or not _finite_numbers(rewards):
             self._announced = None
             return None
         layout: list[list[Any]] = []
