@@ -15,7 +15,8 @@ or 1, an observation outside the space) leaves the step, unwritten, to the stead
 reading, which raises what there is to raise.
 
 It compiles only where that reading would be as plain: every connection's sub-envs in
-order, no client-side time limit, no SAME_STEP autoreset, truncated and terminated fields
+order, no client-side time limit (and in SAME_STEP mode it takes no step in which an
+episode ended without its server resetting it), truncated and terminated fields
 (if any) sent as boolean columns, legal actions (if any) fixed by the announcement, and no
 info key that is both a frame's column and a metadata key.
 ``tests/vector/test_compact_step.py`` steps an env through it beside one whose connections
@@ -80,6 +81,7 @@ class CompactStep:
         #: The typed columns that are booleans (sent as bytes 0 or 1).
         self._booleans = booleans
         self._key: str = buffers.codec.key or ""
+        self._same_step = buffers.same_step
 
     @classmethod
     def compile(
@@ -93,7 +95,7 @@ class CompactStep:
         docstring)."""
         codec = buffers.codec
         key = codec.key
-        if key is None or buffers.max_episode_steps is not None or buffers.same_step:
+        if key is None or buffers.max_episode_steps is not None:
             return None
         flag_keys = (codec.truncated_key, codec.terminated_key)
         replies: list[_Reply] = []
@@ -194,6 +196,9 @@ class CompactStep:
             for start, stop in reply.flags:
                 if max(raw[start:stop]) > 1:  # a flag byte that is neither 0 nor 1
                     return None
+            start, stop = reply.flags[0]
+            if self._same_step and max(raw[start:stop]):
+                return None  # SAME_STEP: an episode its server did not reset (no final)
             try:
                 observation = self._observation(reply, raw)
                 decoded.append(
