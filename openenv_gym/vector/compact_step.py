@@ -15,8 +15,8 @@ or 1, an observation outside the space) leaves the step, unwritten, to the stead
 reading, which raises what there is to raise.
 
 It compiles only where that reading would be as plain: every connection's sub-envs in
-order, no client-side time limit (and in SAME_STEP mode it takes no step in which an
-episode ended without its server resetting it), truncated and terminated fields
+order (in SAME_STEP mode it takes no step in which an episode ended without its server
+resetting it, or reaches the client-side time limit), truncated and terminated fields
 (if any) sent as boolean columns, legal actions (if any) fixed by the announcement, and no
 info key that is both a frame's column and a metadata key.
 ``tests/vector/test_compact_step.py`` steps an env through it beside one whose connections
@@ -95,7 +95,7 @@ class CompactStep:
         docstring)."""
         codec = buffers.codec
         key = codec.key
-        if key is None or buffers.max_episode_steps is not None:
+        if key is None:
             return None
         flag_keys = (codec.truncated_key, codec.terminated_key)
         replies: list[_Reply] = []
@@ -182,7 +182,12 @@ class CompactStep:
         replies = self._replies
         if len(raws) != len(replies):
             return None
-        decode, key = self.buffers.codec.decode_batch, self._key
+        buffers = self.buffers
+        decode, key, limit = buffers.codec.decode_batch, self._key, buffers.max_episode_steps
+        # The client-side time limit: the sub-envs whose episode this step truncates.
+        over = buffers.elapsed + 1 >= limit if limit is not None else None
+        if self._same_step and over is not None and over.any():
+            return None  # SAME_STEP: the server resets those in the same round trip
         decoded: list[Any] = []
         for reply, channel, raw in zip(replies, channels, raws, strict=True):
             announcement = reply.announcement
@@ -208,24 +213,25 @@ class CompactStep:
                 )
             except Exception:  # outside the space: the steady step's reading raises it
                 return None
-        buffers = self.buffers
         columns: list[list[np.ndarray]] = [[] for _ in replies[0].columns]
         for reply, raw, rows_decoded in zip(replies, raws, decoded, strict=True):
             rows, count = reply.rows, reply.sessions
             buffers.observations[rows] = rows_decoded
             buffers.rewards[rows] = np.frombuffer(raw, np.float64, count, REWARD_AT)
-            done = np.frombuffer(raw, np.uint8, count, reply.flags[0][0])
-            # As the steady step's reading: the server's exact terminated flag wins, else
-            # done and not truncated.
+            # As the steady step's reading: the server's truncated flag or the time limit
+            # truncates; the server's exact terminated flag wins, else done and not
+            # truncated (the flag bytes are 0 or 1: booleans as they are).
+            done = np.frombuffer(raw, np.bool_, count, reply.flags[0][0])
             truncated: np.ndarray | None = None
-            terminated: np.ndarray | None = None
             if reply.truncated_at is not None:
-                truncated = np.frombuffer(raw, np.uint8, count, reply.truncated_at)
+                truncated = np.frombuffer(raw, np.bool_, count, reply.truncated_at)
+            if over is not None:
+                truncated = over[rows] if truncated is None else truncated | over[rows]
             if reply.terminated_at is not None:
-                terminated = np.frombuffer(raw, np.uint8, count, reply.terminated_at)
-            elif truncated is not None:
-                terminated = done & (truncated ^ 1)
-            buffers.terminations[rows] = done if terminated is None else terminated
+                terminated = np.frombuffer(raw, np.bool_, count, reply.terminated_at)
+            else:
+                terminated = done if truncated is None else done & ~truncated
+            buffers.terminations[rows] = terminated
             buffers.truncations[rows] = False if truncated is None else truncated
             for column, f in zip(columns, reply.columns, strict=True):
                 column.append(np.frombuffer(raw, f.spec, count, f.offset))

@@ -95,15 +95,16 @@ class CompactReader:
 
     def remember(self, data: dict[str, Any]) -> None:
         """Take the announcement out of the ``data`` of a full ``batch_result`` (its
-        repeated columns put back) and remember both; without one, forget.
+        repeated columns put back) and remember both; without one, the last announcement
+        stays in force.
 
         Raises:
             ProtocolError: The announcement does not describe the result.
         """
         layout = data.pop(COMPACT, None)
-        self._announced = None
         if layout is None:
-            return
+            return  # the last announcement stays in force
+        self._announced = None
         fields = data.get("observation")
         indices = data.get("indices")
         if (

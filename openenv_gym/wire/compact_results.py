@@ -9,9 +9,10 @@ what both ends did per step besides stepping the environments.
 
 A client that offers ``"compact": true`` in ``batch_open`` (with ``"repeat": true``), to a
 server that answers ``"compact": true`` in ``batch_opened`` (only without compressed frames),
-gets such steps as **compact frames**. Each full ``batch_result`` without ``final`` whose
-rewards are all finite numbers **announces** the layout of the compact frames that may
-follow it, under ``"compact"``: one entry per observation field, in order::
+gets such steps as **compact frames**. A full ``batch_result`` without ``final``, whose
+rewards are all finite numbers, for the sessions the connection's last full result
+answered too, **announces** the layout of the compact frames that may follow it, under
+``"compact"``: one entry per observation field, in order::
 
     [name, "f8" | "i8" | "b1"]            # a column of finite floats, of ints, of booleans
     [name, "same"]                        # this frame's value, repeated
@@ -32,9 +33,11 @@ then        the rewards (K little-endian float64), the done flags (K bytes, 0 or
             to a multiple of 8 bytes
 ==========  ===============================================================================
 
-The server (:class:`CompactWriter`) sends a full frame, which announces again, whenever
-anything else changed. The client (:class:`~openenv_gym.wire.compact_reader.CompactReader`)
-reads a compact frame as the full result it stands for.
+The server (:class:`CompactWriter`) sends a full frame whenever anything else changed; it
+announces again if it can, and a full frame without an announcement (a reset's, whose
+rewards are ``null``) leaves the last one in force. The client
+(:class:`~openenv_gym.wire.compact_reader.CompactReader`) reads a compact frame as the full
+result it stands for.
 
 Example:
     >>> from openenv_gym.wire.compact_reader import CompactReader
@@ -194,14 +197,14 @@ class CompactWriter:
     ) -> list[list[Any]] | None:
         """The announcement of a full frame: ``columns`` its observation fields in order (an
         array field's value is ``None``; ``arrays`` maps it to its shared-memory descriptor
-        or its stacked array), before any is left out as repeated. ``None`` when compact
-        frames cannot follow it (``final``, or a reward that is not a finite number), and
-        when the last full frame answered other sessions: a pool's subsets seldom repeat,
-        and an announcement costs its encoding."""
+        or its stacked array), before any is left out as repeated. ``None`` (the last
+        announcement stays in force) when compact frames cannot stand on it (``final``, or
+        a reward that is not a finite number, as a reset's), and when the last full frame
+        answered other sessions: a pool's subsets seldom repeat, and an announcement costs
+        its encoding."""
         last, self._last = self._last, list(indices)
         if final or last != self._last or not _finite_numbers(rewards):
-            self._announced = None
-            return None
+            return None  # the last announcement stays in force on both ends
         layout: list[list[Any]] = []
         for name, values in columns.items():
             array = arrays.get(name)

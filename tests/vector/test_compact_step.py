@@ -117,15 +117,16 @@ def test_breakout_lives_and_life_loss_resets_equal_full_frames() -> None:
     assert 0 < taken < steps - 1  # the resets went the general way
 
 
+@pytest.mark.parametrize("limit", [None, 7], ids=["server limit", "client limit too"])
 @pytest.mark.parametrize(
     "mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 )
 def test_cartpole_from_compact_frames_equals_full_frames(
-    short_cartpole_url: str, mode: AutoresetMode
+    short_cartpole_url: str, mode: AutoresetMode, limit: int | None
 ) -> None:
     """One connection; the observations travel in the compact frames themselves, with the
     server's truncated and terminated flags as boolean columns (its time limit truncates
-    some episodes, the pole ends others)."""
+    some episodes, the pole ends others), and a client-side time limit before it."""
 
     def make(**kwargs: Any) -> Any:
         return OpenEnvVectorEnv(
@@ -133,6 +134,7 @@ def test_cartpole_from_compact_frames_equals_full_frames(
             num_envs=6,
             base_url=short_cartpole_url,
             autoreset_mode=mode,
+            max_episode_steps=limit,
             **kwargs,
         )
 

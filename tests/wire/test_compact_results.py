@@ -51,7 +51,7 @@ class Ends:
             indices, replies, finals or {}, self.shared, self.server_repeated, self.writer
         )
 
-    def read(self, raw: bytes) -> BatchResult:
+    def read(self, raw: bytes, sessions: int | None = None) -> BatchResult:
         """As a vector env's connection reads a reply (:meth:`BatchChannel.load`, then
         :meth:`BatchChannel.parse`)."""
         if is_compact_frame(raw):
@@ -62,7 +62,8 @@ class Ends:
             message = load_frame(raw, self.mapped)
             self.client_repeated.restore(message["data"])
             self.reader.remember(message["data"])
-        return batch_result_of(message, sessions=len(message["data"]["indices"]))
+        count = len(message["data"]["indices"]) if sessions is None else sessions
+        return batch_result_of(message, sessions=count)
 
     def close(self) -> None:
         if self.shared is not None and self.mapped is not None:
@@ -180,15 +181,22 @@ def test_what_changes_besides_the_numbers_goes_as_a_full_frame(
 
 
 def test_other_sessions_and_final_replies_go_as_full_frames(ends: Ends) -> None:
+    """They announce nothing; the last announcement stays in force on both ends."""
     replies = _replies([1, 2])
-    ends.read(ends.send(replies))
-    assert not is_compact_frame(ends.send(replies[:1], indices=[1]))  # another subset
+    for _ in range(2):  # the second announces
+        ends.read(ends.send(replies))
+    subset = ends.send(replies[:1], indices=[1])
+    assert not is_compact_frame(subset)
+    ends.read(subset, sessions=2)
     final = {0: replies[0]}
-    raw = ends.send(replies, finals=final)  # a SAME_STEP reset: no announcement either
+    raw = ends.send(replies, finals=final)  # a SAME_STEP reset: no announcement
     assert not is_compact_frame(raw)
     assert COMPACT not in load_frame(raw)["data"]
     ends.read(raw)
-    assert not is_compact_frame(ends.send(replies))  # nothing announced since
+    more = _replies([3, 4])
+    raw = ends.send(more)
+    assert is_compact_frame(raw)  # on the announcement before them
+    _same_result(ends.read(raw), _full(more))
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the object, as meant
@@ -266,10 +274,15 @@ def test_a_compact_frame_without_announcement_is_an_error() -> None:
     reader = CompactReader()
     with pytest.raises(ProtocolError, match="only after a batch_result announcing"):
         reader.unpack(_frame())
+
+
+def test_a_full_frame_without_announcement_leaves_the_last_in_force() -> None:
+    reader = CompactReader()
     _announced(reader)
-    _announced(reader, layout=None, **{COMPACT: None})  # a full frame that announces nothing
-    with pytest.raises(ProtocolError, match="only after"):
-        reader.unpack(_frame())
+    announcement = reader.announcement
+    _announced(reader, layout=None, **{COMPACT: None})  # e.g. a reset's: rewards null
+    assert reader.announcement is announcement
+    assert reader.unpack(_frame())["observation"]["v"].tolist() == [3, 4]
 
 
 @pytest.mark.parametrize(
