@@ -182,3 +182,15 @@ def image(client: Any, name: str) -> str:
 def gymnasium_image(docker_engine: Any) -> str:
     """``openenv-gym/gymnasium:latest``, built if missing."""
     return image(docker_engine, "gymnasium")
+
+
+@pytest.fixture
+def two_cores() -> Iterator[None]:
+    """At most two of this process's cores (and its embedded servers'), so an embedded
+    server's workers fill them: its replies are read at once, as on the 2-core CI machine."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, sorted(before)[:2])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

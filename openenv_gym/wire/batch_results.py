@@ -28,7 +28,7 @@ import numpy as np
 
 from openenv_gym.wire.batch import BATCH_RESULT
 from openenv_gym.wire.binary import encode_frame
-from openenv_gym.wire.compact_results import COMPACT, CompactWriter
+from openenv_gym.wire.compact_results import COMPACT, CompactWriter, Result
 from openenv_gym.wire.repeated_columns import SAME, RepeatedColumns
 from openenv_gym.wire.shared_memory import MIN_SHARED_BYTES, SharedArrayWriter
 
@@ -111,13 +111,12 @@ def encode_batch_result(
     done = [bool(d.get("done")) for d in datas]
     layout = None
     if compact is not None:
+        result = Result(indices, stacked, array_fields, metadata, rewards, done)
         if not finals:
-            frame = compact.pack(indices, stacked, array_fields, metadata, rewards, done)
+            frame = compact.pack(result)
             if frame is not None:
                 return frame
-        layout = compact.announce(
-            indices, stacked, array_fields, metadata, rewards, final=bool(finals)
-        )
+        layout = compact.announce(result, final=bool(finals))
     same: list[str] = []
     if repeated is not None:
         same, metadata = repeated.mark(indices, stacked, metadata)

@@ -7,15 +7,16 @@ and metadata, numpy arrays for its numbers (:data:`TYPED` lists the typed fields
 of plain results takes them as lists with :func:`as_lists`).
 
 Example:
-    >>> from openenv_gym.wire.compact_results import CompactWriter
+    >>> from openenv_gym.wire.compact_results import CompactWriter, Result
     >>> writer, reader = CompactWriter(), CompactReader()
     >>> fields = {"score": [1.5, 2.0]}
     >>> for _ in range(2):  # the second full frame for the same sessions announces
-    ...     layout = writer.announce([0, 1], fields, {}, None, [0.0, 0.0], final=False)
+    ...     layout = writer.announce(Result([0, 1], fields, {}, None, [0.0, 0.0], []), final=False)
     >>> reader.remember({"indices": [0, 1], "observation": fields, "reward": [0.0, 0.0],
     ...                  "done": [False, False], "metadata": None, "final": {},
     ...                  "compact": layout})
-    >>> frame = writer.pack([0, 1], {"score": [2.5, 0.5]}, {}, None, [1.0, 0.0], [True, False])
+    >>> scores = {"score": [2.5, 0.5]}
+    >>> frame = writer.pack(Result([0, 1], scores, {}, None, [1.0, 0.0], [True, False]))
     >>> data = as_lists(reader.unpack(frame))
     >>> data["observation"], data["reward"], data["done"], data["final"]
     ({'score': [2.5, 0.5]}, [1.0, 0.0], [True, False], {})

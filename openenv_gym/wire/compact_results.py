@@ -43,18 +43,20 @@ Example:
     >>> from openenv_gym.wire.compact_reader import CompactReader
     >>> writer, reader = CompactWriter(), CompactReader()
     >>> first = {"lives": [3, 2], "legal": [[0, 1], [0, 1]]}
-    >>> writer.pack([0, 1], first, {}, None, [1.0, 0.0], [False, True]) is None  # no announcement
+    >>> def result(fields, rewards, done=(False, False)):
+    ...     return Result([0, 1], fields, {}, None, rewards, done)
+    >>> writer.pack(result(first, [1.0, 0.0])) is None  # no announcement
     True
-    >>> writer.announce([0, 1], first, {}, None, [1.0, 0.0], final=False) is None  # once
+    >>> writer.announce(result(first, [1.0, 0.0]), final=False) is None  # once
     True
-    >>> layout = writer.announce([0, 1], first, {}, None, [1.0, 0.0], final=False)
+    >>> layout = writer.announce(result(first, [1.0, 0.0]), final=False)
     >>> layout
     [['lives', 'i8'], ['legal', 'same']]
     >>> reader.remember({"indices": [0, 1], "observation": first, "reward": [1.0, 0.0],
     ...                  "done": [False, True], "metadata": None, "final": {},
     ...                  "compact": layout})
     >>> second = {"lives": [2, 2], "legal": [[0, 1], [0, 1]]}
-    >>> frame = writer.pack([0, 1], second, {}, None, [0.0, 1.0], [False, False])
+    >>> frame = writer.pack(result(second, [0.0, 1.0]))
     >>> frame[:4], len(frame)
     (b'OGC1', 48)
     >>> data = reader.unpack(frame)
@@ -63,7 +65,7 @@ Example:
     >>> data["observation"]["legal"] is first["legal"]  # the announcing result's object
     True
     >>> third = {"lives": [2, 2], "legal": [[0, 1, 2], [0, 1]]}  # not the announced legal
-    >>> writer.pack([0, 1], third, {}, None, [0.0, 0.0], [False, False]) is None
+    >>> writer.pack(result(third, [0.0, 0.0])) is None
     True
 """
 
@@ -73,7 +75,7 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -142,6 +144,19 @@ def _finite_numbers(values: Sequence[Any]) -> bool:
     return _NUMBERS.issuperset(map(type, values)) and all(map(math.isfinite, values))
 
 
+class Result(NamedTuple):
+    """A batch result as the server has it before choosing its frame."""
+
+    indices: Sequence[int]
+    #: Its observation fields in order: a list of values each, ``None`` for an array field.
+    columns: Mapping[str, Any]
+    #: Each array field's shared-memory descriptor (with its ``path``) or stacked array.
+    arrays: Mapping[str, Any]
+    metadata: Any
+    rewards: Sequence[Any]
+    done: Sequence[bool]
+
+
 class _Announced:
     """What the server announced last, in the form each step is checked against."""
 
@@ -185,23 +200,14 @@ class CompactWriter:
         #: The sessions the last full frame answered.
         self._last: list[int] | None = None
 
-    def announce(
-        self,
-        indices: Sequence[int],
-        columns: Mapping[str, Any],
-        arrays: Mapping[str, Any],
-        metadata: Any,
-        rewards: Sequence[Any],
-        *,
-        final: bool,
-    ) -> list[list[Any]] | None:
-        """The announcement of a full frame: ``columns`` its observation fields in order (an
-        array field's value is ``None``; ``arrays`` maps it to its shared-memory descriptor
-        or its stacked array), before any is left out as repeated. ``None`` (the last
+    def announce(self, result: Result, *, final: bool) -> list[list[Any]] | None:
+        """The announcement of the full frame of ``result`` (its columns before any is left
+        out as repeated). ``None`` (the last
         announcement stays in force) when compact frames cannot stand on it (``final``, or
         a reward that is not a finite number, as a reset's), and when the last full frame
         answered other sessions: a pool's subsets seldom repeat, and an announcement costs
         its encoding."""
+        indices, columns, arrays, metadata, rewards, _ = result
         last, self._last = self._last, list(indices)
         if final or last != self._last or not _finite_numbers(rewards):
             return None  # the last announcement stays in force on both ends
@@ -222,19 +228,12 @@ class CompactWriter:
         """No compact frame until the next announcement (the last one was not sent)."""
         self._announced = None
 
-    def pack(
-        self,
-        indices: Sequence[int],
-        columns: Mapping[str, Any],
-        arrays: Mapping[str, Any],
-        metadata: Any,
-        rewards: Sequence[Any],
-        done: Sequence[bool],
-    ) -> bytes | None:
-        """The compact frame of a result without ``final`` (the arguments as for
-        :meth:`announce`), or ``None`` when it needs a full frame: no announcement, other
+    def pack(self, result: Result) -> bytes | None:
+        """The compact frame of ``result`` (one without ``final``), or ``None`` when it
+        needs a full frame: no announcement, other
         sessions, fields, arrays or metadata, a ``"same"`` field whose JSON changed, or a
         number that no longer fits its column."""
+        indices, columns, arrays, metadata, rewards, done = result
         announced = self._announced
         if (
             announced is None
@@ -289,6 +288,7 @@ __all__ = [
     "SHM",
     "TYPED_DTYPES",
     "CompactWriter",
+    "Result",
     "done_at",
     "is_compact_frame",
     "padded",

@@ -7,14 +7,11 @@ CartPole's arrays in the frame and its server's exact flags, in every autoreset 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pytest
-from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
@@ -26,18 +23,7 @@ from openenv_gym.server import ServerThread
 from openenv_gym.vector.channels import BatchChannel
 from openenv_gym.vector.compact_step import CompactStep
 from openenv_gym.wire.compressed import ZSTD
-
-
-@pytest.fixture
-def two_cores() -> Iterator[None]:
-    """At most two cores, so an embedded server's two workers fill them and the replies of
-    a step are read at once (as on the 2-core CI machine): the steady step's condition."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, sorted(before)[:2])
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
+from tests.side_by_side import step_alike
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +32,6 @@ def short_cartpole_url() -> Iterator[str]:
     server = gymnasium_server("CartPole-v1", make_kwargs={"max_episode_steps": 12}, max_sessions=32)
     with ServerThread(server) as running:
         yield running.url
-
-
-def _same(step: int, ours: tuple[Any, ...], full: tuple[Any, ...]) -> None:
-    names = ("obs", "infos") if len(ours) == 2 else ("obs", "rewards", "term", "trunc", "infos")
-    for name, a, b in zip(names, ours, full, strict=True):
-        assert data_equivalence(a, b), f"step {step}: {name} differ:\n{a}\n{b}"
-    assert list(ours[-1]) == list(full[-1]), f"step {step}: info keys differ"
-    for key, value in ours[-1].items():  # dtypes too (data_equivalence compares values)
-        assert getattr(value, "dtype", None) == getattr(full[-1][key], "dtype", None), key
 
 
 def _compact_steps(envs: Any) -> int:
@@ -68,22 +45,15 @@ def _step_both(
 ) -> tuple[Any, Any]:
     """Step a compact env and a full-frame one alike; returns both (closed)."""
     ours, full = make(), make(compression=ZSTD)
+
+    def announced(step: int) -> None:
+        if step == 0:  # a step's result announces (a reset's has no reward to type)
+            assert all(c.announcement is not None for c in ours.unwrapped._connections.channels)
+            assert all(c.announcement is None for c in full.unwrapped._connections.channels)
+
     try:
-        channels = ours.unwrapped._connections.channels
-        assert all(isinstance(c, BatchChannel) for c in channels)
-        _same(-1, ours.reset(seed=seed), full.reset(seed=seed))
-        ours.single_action_space.seed(seed)
-        for step in range(steps):
-            actions = np.array([ours.single_action_space.sample() for _ in range(ours.num_envs)])
-            result = ours.step(actions)
-            _same(step, result, full.step(actions))
-            if step == 0:  # a step's result announces (a reset's has no reward to type)
-                assert all(c.announcement is not None for c in channels)
-                assert all(c.announcement is None for c in full.unwrapped._connections.channels)
-            ended = result[2] | result[3]
-            if reset_ended and ended.any():  # DISABLED: the caller resets what ended
-                options = {"reset_mask": ended}
-                _same(step, ours.reset(options=options), full.reset(options=options))
+        assert all(isinstance(c, BatchChannel) for c in ours.unwrapped._connections.channels)
+        step_alike(ours, full, steps, seed=seed, reset_ended=reset_ended, after_step=announced)
         return ours, full
     finally:
         ours.close()

@@ -6,14 +6,12 @@ metadata and replies the steady step must leave alone."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 
 import openenv_gym  # noqa: F401  (registers the ids)
@@ -22,18 +20,7 @@ from openenv_gym.bench.atari_training import ATARI_OPTIONS
 from openenv_gym.envs.gymnasium import gymnasium_server
 from openenv_gym.server import ServerThread
 from openenv_gym.vector.steady_step import GIVE_UP_AFTER, RETRY_AFTER, SteadyStep
-
-
-@pytest.fixture
-def two_cores() -> Iterator[None]:
-    """At most two of this process's cores (and its embedded servers'), so an embedded
-    server's workers fill them: its replies are read at once, as on the 2-core CI machine."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, sorted(before)[:2])
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
+from tests.side_by_side import step_alike
 
 
 class MaskedWalk(gym.Env[np.ndarray, int]):
@@ -85,16 +72,6 @@ def _general(envs: Any) -> Any:
     return envs
 
 
-def _same(step: int, ours: tuple[Any, ...], general: tuple[Any, ...]) -> None:
-    names = ("obs", "rewards", "terminations", "truncations", "infos")
-    if len(ours) == 2:  # a reset
-        names = ("obs", "infos")
-    for name, a, b in zip(names, ours, general, strict=True):
-        assert data_equivalence(a, b), f"step {step}: {name} differ:\n{a}\n{b}"
-    for key, value in ours[-1].items():  # dtypes too (data_equivalence compares values)
-        assert getattr(value, "dtype", None) == getattr(general[-1][key], "dtype", None), key
-
-
 def _step_both(
     make: Callable[[], Any],
     steps: int,
@@ -106,16 +83,7 @@ def _step_both(
     ours, general = make(), _general(make())
     try:
         steady = _steady(ours)
-        _same(-1, ours.reset(seed=seed), general.reset(seed=seed))
-        ours.single_action_space.seed(seed)
-        for step in range(steps):
-            actions = np.array([ours.single_action_space.sample() for _ in range(ours.num_envs)])
-            result = ours.step(actions)
-            _same(step, result, general.step(actions))
-            ended = result[2] | result[3]
-            if reset_ended and ended.any():  # DISABLED: the caller resets what ended
-                options = {"reset_mask": ended}
-                _same(step, ours.reset(options=options), general.reset(options=options))
+        step_alike(ours, general, steps, seed=seed, reset_ended=reset_ended)
         return steady, steps
     finally:
         ours.close()

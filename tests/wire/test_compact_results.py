@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import data_equivalence
 
 from openenv_gym.bench.atari_training import ATARI_OPTIONS
 from openenv_gym.envs.atari.environment import AtariEnvironment
@@ -22,10 +21,11 @@ from openenv_gym.wire.batch import BatchResult, batch_result_of
 from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.binary import load_frame
 from openenv_gym.wire.compact_reader import TYPED, CompactReader, as_lists
-from openenv_gym.wire.compact_results import COMPACT, CompactWriter, is_compact_frame
+from openenv_gym.wire.compact_results import COMPACT, CompactWriter, Result, is_compact_frame
 from openenv_gym.wire.messages import observation_message
 from openenv_gym.wire.repeated_columns import RepeatedColumns
 from openenv_gym.wire.shared_memory import SharedArrayReader, SharedArrayWriter
+from tests.side_by_side import assert_same_result
 
 PREPROCESSING = {k: v for k, v in ATARI_OPTIONS.items() if k != "repeat_action_probability"}
 
@@ -85,20 +85,6 @@ def _full(replies: list[dict[str, Any]], indices: list[int] | None = None) -> Ba
     return batch_result_of(load_frame(raw), sessions=len(indices))
 
 
-def _same_result(a: BatchResult, b: BatchResult) -> None:
-    assert a.indices == b.indices
-    assert a.reward == b.reward
-    assert a.done == b.done
-    assert list(a.fields) == list(b.fields)  # the fields' order too: the infos' key order
-    for name in a.fields:
-        assert data_equivalence(a.fields[name], b.fields[name]), name
-        if isinstance(b.fields[name], list):
-            assert [type(v) for v in a.fields[name]] == [type(v) for v in b.fields[name]], name
-    assert a.metadata == b.metadata
-    assert a.final == b.final
-    assert a.metadata_field == b.metadata_field
-
-
 @pytest.mark.parametrize("shared", [False, True], ids=["frame bytes", "shared memory"])
 def test_atari_replies_read_back_as_full_frames(shared: bool) -> None:
     envs = [AtariEnvironment(game="breakout") for _ in range(3)]
@@ -115,7 +101,7 @@ def test_atari_replies_read_back_as_full_frames(shared: bool) -> None:
                     envs[1].reset(seed=9).model_dump(exclude={"reward", "done"}), 0.0, False
                 )
             raw = both.send(replies)
-            _same_result(both.read(raw), _full(replies))
+            assert_same_result(both.read(raw), _full(replies))
             if is_compact_frame(raw):
                 sizes.append(len(raw))
         assert both.compact_frames == 78  # all but the first two: the second announced
@@ -138,7 +124,7 @@ def test_cartpole_arrays_travel_in_the_compact_frame(ends: Ends) -> None:
             if reply["data"]["done"]:
                 env.reset()
             replies.append(reply)
-        _same_result(ends.read(ends.send(replies)), _full(replies))
+        assert_same_result(ends.read(ends.send(replies)), _full(replies))
     assert ends.compact_frames == 28
 
 
@@ -176,7 +162,7 @@ def test_what_changes_besides_the_numbers_goes_as_a_full_frame(
 ) -> None:
     for replies in (first, first, first, then, then):  # full, announce, compact; full, ...
         raw = ends.send(replies)
-        _same_result(ends.read(raw), _full(replies))
+        assert_same_result(ends.read(raw), _full(replies))
     assert ends.compact_frames == 1 + bool(is_compact_frame(ends.send(then)))
 
 
@@ -196,7 +182,7 @@ def test_other_sessions_and_final_replies_go_as_full_frames(ends: Ends) -> None:
     more = _replies([3, 4])
     raw = ends.send(more)
     assert is_compact_frame(raw)  # on the announcement before them
-    _same_result(ends.read(raw), _full(more))
+    assert_same_result(ends.read(raw), _full(more))
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the object, as meant
@@ -210,7 +196,7 @@ def test_a_result_that_cannot_be_encoded_changes_neither_end(ends: Ends) -> None
     for more in (replies, _replies([3, 4])):
         raw = ends.send(more)
         assert is_compact_frame(raw)
-        _same_result(ends.read(raw), _full(more))
+        assert_same_result(ends.read(raw), _full(more))
 
 
 def _announced(reader: CompactReader, layout: Any = None, **data: Any) -> None:
@@ -233,8 +219,8 @@ def _frame() -> bytes:
     columns = {"x": None, "v": [3, 4]}
     arrays = {"x": np.zeros((2, 2), np.float32)}
     for _ in range(2):  # the second full frame for the same sessions announces
-        writer.announce([0, 1], columns, arrays, None, [0.0, 0.0], final=False)
-    frame = writer.pack([0, 1], columns, arrays, None, [1.0, 0.0], [True, False])
+        writer.announce(Result([0, 1], columns, arrays, None, [0.0, 0.0], []), final=False)
+    frame = writer.pack(Result([0, 1], columns, arrays, None, [1.0, 0.0], [True, False]))
     assert frame is not None
     return frame
 

@@ -12,7 +12,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import data_equivalence
 
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.bench.atari_training import ATARI_OPTIONS
@@ -24,6 +23,7 @@ from openenv_gym.wire.batch_results import encode_batch_result
 from openenv_gym.wire.binary import load_frame
 from openenv_gym.wire.messages import observation_message
 from openenv_gym.wire.repeated_columns import SAME, RepeatedColumns
+from tests.side_by_side import assert_same_result
 
 PREPROCESSING = {k: v for k, v in ATARI_OPTIONS.items() if k != "repeat_action_probability"}
 
@@ -42,17 +42,6 @@ def _header(frame: bytes) -> int:
     return int.from_bytes(frame[4:8], "little")
 
 
-def _same_result(a: BatchResult, b: BatchResult) -> None:
-    assert a.indices == b.indices
-    assert a.reward == b.reward
-    assert a.done == b.done
-    assert list(a.fields) == list(b.fields)  # the fields' order too: the infos' key order
-    for name in a.fields:
-        assert data_equivalence(a.fields[name], b.fields[name]), name
-    assert a.metadata == b.metadata
-    assert a.metadata_field == b.metadata_field
-
-
 def test_atari_replies_read_back_as_frames_with_every_column() -> None:
     envs = [AtariEnvironment(game="pong", repeat_action_probability=0.25) for _ in range(3)]
     for k, env in enumerate(envs):
@@ -67,7 +56,7 @@ def test_atari_replies_read_back_as_frames_with_every_column() -> None:
         once = encode_batch_result([0, 1, 2], replies, {}, repeated=server)
         expected, _ = _read(full, None)
         got, sent = _read(once, client)
-        _same_result(got, expected)
+        assert_same_result(got, expected)
         repeated += sent.get(SAME, [])
         full_bytes, sent_bytes = full_bytes + _header(full), sent_bytes + _header(once)
     # The screen shape, legal actions and game metadata go once; frame numbers never repeat.
@@ -84,7 +73,7 @@ def test_what_changes_goes_again_even_when_python_calls_it_equal() -> None:
         replies = [observation_message({"x": np.zeros(2), "v": value}, 0.0, False)] * 2
         got, _ = _read(encode_batch_result([0, 1], replies, {}, repeated=server), client)
         expected, _ = _read(encode_batch_result([0, 1], replies, {}), None)
-        _same_result(got, expected)
+        assert_same_result(got, expected)
         assert type(got.fields["v"][0]) is type(expected.fields["v"][0])
     assert server.mark([0, 1], {"v": [1, 1]}, None) == ([], None)  # after None: sent again
 
