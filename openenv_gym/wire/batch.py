@@ -303,7 +303,7 @@ def batch_result_of(
             parsed = parse_server_object({"type": MessageType.OBSERVATION, "data": reply}, url=url)
             assert isinstance(parsed, ObservationReply)  # an observation message by construction
             final[int(k)] = parsed
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # a reward past a float
         raise _bad(f"it is malformed ({exc})", data) from exc
     return BatchResult(indices, fields, rewards, done, metadata, final, sent_metadata is not None)
 

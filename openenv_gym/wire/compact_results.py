@@ -141,7 +141,16 @@ def _column_code(values: Sequence[Any]) -> str | None:
 
 
 def _finite_numbers(values: Sequence[Any]) -> bool:
-    return _NUMBERS.issuperset(map(type, values)) and all(map(math.isfinite, values))
+    """Whether every value is an int or a float that a float64 holds, not NaN or infinite.
+
+    Example:
+        >>> _finite_numbers([1, 0.5]), _finite_numbers([None]), _finite_numbers([10**400])
+        (True, False, False)
+    """
+    try:
+        return _NUMBERS.issuperset(map(type, values)) and all(map(math.isfinite, values))
+    except OverflowError:  # an int past a float64's range
+        return False
 
 
 class Result(NamedTuple):

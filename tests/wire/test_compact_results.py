@@ -166,6 +166,19 @@ def test_what_changes_besides_the_numbers_goes_as_a_full_frame(
     assert ends.compact_frames == 1 + bool(is_compact_frame(ends.send(then)))
 
 
+def test_a_reward_past_a_float_goes_full_and_is_a_protocol_error(ends: Ends) -> None:
+    """``10**400`` is JSON, not a float64: a full frame, which no reader takes."""
+    for _ in range(2):  # the second announces
+        ends.read(ends.send(_replies([1, 2])))
+    replies = _replies([1, 2], reward=10**400)
+    raw = ends.send(replies)
+    assert not is_compact_frame(raw)
+    with pytest.raises(ProtocolError, match="int too large to convert to float"):
+        ends.read(raw)
+    with pytest.raises(ProtocolError, match="int too large to convert to float"):
+        _full(replies)  # as read without any memory
+
+
 def test_other_sessions_and_final_replies_go_as_full_frames(ends: Ends) -> None:
     """They announce nothing; the last announcement stays in force on both ends."""
     replies = _replies([1, 2])
