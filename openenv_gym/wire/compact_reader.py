@@ -122,7 +122,10 @@ class CompactReader:
         parts: list[Field] = []
         offset = done_at(count) + padded(count)
         raw: list[tuple[str, np.dtype[Any], tuple[int, ...]]] = []
-        for name, kind, *extra in layout:  # the typed columns first, then the raw arrays
+        for entry in layout:  # the typed columns first, then the raw arrays
+            if len(entry) < 2 or type(entry[1]) is not str:
+                raise _bad_announcement(layout, f"{entry!r:.60} is not [name, kind, ...]")
+            name, kind, *extra = entry
             if kind in TYPED_DTYPES and not extra:
                 parts.append(Field(name, kind, TYPED_DTYPES[kind], offset))
                 offset += padded(TYPED_DTYPES[kind].itemsize * count)

@@ -295,6 +295,8 @@ def test_a_full_frame_without_announcement_leaves_the_last_in_force() -> None:
         ([["x", "raw", "nonsense", [2]], ["v", "i8"]], "not a dtype and a shape"),
         ([["x", "shm", "name"], ["v", "i8"]], "is not a field entry"),
         ([[], ["v", "i8"]], "its names are not the fields"),
+        ([["x", "raw", "<f4", [2, 2]], ["v"]], r"\['v'\] is not \[name, kind, ...\]"),
+        ([["x", "raw", "<f4", [2, 2]], ["v", ["i8"]]], r"is not \[name, kind, ...\]"),
     ],
 )
 def test_a_bad_announcement_is_a_protocol_error(layout: Any, why: str) -> None:
