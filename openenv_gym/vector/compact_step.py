@@ -34,7 +34,7 @@ import numpy as np
 from openenv_gym.vector.buffers import BatchBuffers
 from openenv_gym.vector.channels import BatchChannel, Channel
 from openenv_gym.wire.compact_reader import Announcement, Field
-from openenv_gym.wire.compact_results import REWARD_AT, is_compact_frame
+from openenv_gym.wire.compact_results import REWARD_AT, TYPED_DTYPES, is_compact_frame
 
 
 class _Reply(NamedTuple):
@@ -97,84 +97,49 @@ class CompactStep:
         key = codec.key
         if key is None:
             return None
-        flag_keys = (codec.truncated_key, codec.terminated_key)
-        replies: list[_Reply] = []
+        announced: list[tuple[BatchChannel, Announcement, dict[str, Field]]] = []
         start = 0
         for channel in channels:
-            announcement = channel.announcement if isinstance(channel, BatchChannel) else None
-            if not isinstance(channel, BatchChannel) or announcement is None:
+            if not isinstance(channel, BatchChannel):
                 return None
-            indices = channel.indices
-            if indices != list(range(start, start + len(indices))):
-                return None
-            fields = {f.name: f for f in announcement.fields}
-            observation = fields.get(key)
-            legal = fields.get(codec.legal_key) if codec.legal_key is not None else None
-            flags = [fields.get(name) if name else None for name in flag_keys]
-            if (
-                observation is None
-                or observation.kind not in ("shm", "raw")
-                or any(flag is not None and flag.kind != "b1" for flag in flags)
-                or (legal is not None and legal.kind != "same")
+            announcement = channel.announcement
+            if announcement is None or channel.indices != list(
+                range(start, start + len(channel.indices))
             ):
                 return None
-            truncated_at, terminated_at = (f.offset if f is not None else None for f in flags)
-            dtype, shape = _array_of(observation)
-            row_size = math.prod(shape[1:])
-            rows_shape = (len(indices), *codec.space.shape) if codec.space.shape else ()
-            unchecked = (
-                shape[:1] == (len(indices),)
-                and bool(rows_shape)
-                and math.prod(rows_shape) == len(indices) * row_size
-                and codec.batch_fits_every(dtype, row_size)
-            )
-            rows = slice(start, start + len(indices))
-            replies.append(
-                _Reply(
-                    channel,
-                    announcement,
-                    rows,
-                    len(indices),
-                    observation,
-                    (),
-                    (),
-                    truncated_at,
-                    terminated_at,
-                    unchecked,
-                    rows_shape,
-                )
-            )
-            start += len(indices)
-        if len({(r.truncated_at is None, r.terminated_at is None) for r in replies}) != 1:
-            return None  # the replies differ in the flags they send
+            announced.append((channel, announcement, {f.name: f for f in announcement.fields}))
+            start += len(channel.indices)
         if start != buffers.num_envs:
             return None
+        # Each info key: a typed column of the same kind in every reply, or fixed by them all.
         order: list[tuple[str, int | None]] = []
         fixed: dict[str, np.ndarray] = {}
         typed_names: list[str] = []
+        booleans: set[int] = set()
         for name in infos:
             if name.startswith("_"):
                 continue
-            typed = [a.is_typed(name) for a in (r.announcement for r in replies)]
-            if any(typed) != all(typed) or (all(typed) and _in_metadata(replies, name)):
+            kinds = {_typed_kind(fields.get(name)) for _, _, fields in announced}
+            kind = kinds.pop() if len(kinds) == 1 else "mixed"
+            if kind == "mixed" or (kind is not None and _in_metadata(announced, name)):
                 return None
-            if all(typed):
-                order.append((name, len(typed_names)))
-                typed_names.append(name)
-            else:
+            if kind is None:
                 order.append((name, None))
                 fixed[name] = np.array(infos[name], copy=True)
-        compiled: list[_Reply] = []
-        for r in replies:
-            fields = {f.name: f for f in r.announcement.fields}
-            numbers = tuple(fields[name] for name in typed_names)
-            done = r.announcement.done_at
-            ranges = [(done, done + r.sessions)]
-            ranges += [(f.offset, f.offset + r.sessions) for f in numbers if f.kind == "b1"]
-            ranges += [(at, at + r.sessions) for at in (r.truncated_at, r.terminated_at) if at]
-            compiled.append(r._replace(columns=numbers, flags=tuple(ranges)))
-        booleans = {j for j, name in enumerate(typed_names) if fields[name].kind == "b1"}
-        return cls(buffers, compiled, order, fixed, booleans)
+                continue
+            if kind == "b1":
+                booleans.add(len(typed_names))
+            order.append((name, len(typed_names)))
+            typed_names.append(name)
+        replies: list[_Reply] = []
+        for channel, announcement, fields in announced:
+            reply = _compile_reply(buffers, channel, announcement, fields, typed_names)
+            if reply is None:
+                return None
+            replies.append(reply)
+        if len({(r.truncated_at is None, r.terminated_at is None) for r in replies}) != 1:
+            return None  # the replies differ in the flags they send
+        return cls(buffers, replies, order, fixed, booleans)
 
     def take(self, channels: Sequence[Channel], raws: Sequence[Any]) -> dict[str, Any] | None:
         """Write the step of ``raws`` (one reply per channel) and return its infos; ``None``
@@ -260,6 +225,65 @@ class CompactStep:
         return np.frombuffer(raw, dtype, int(np.prod(shape)), field.offset).reshape(shape)
 
 
+def _compile_reply(
+    buffers: BatchBuffers,
+    channel: BatchChannel,
+    announcement: Announcement,
+    fields: dict[str, Field],
+    typed_names: list[str],
+) -> _Reply | None:
+    """How to read one connection's compact frames (``None``: not as plainly as the steady
+    step would: an observation not stacked, flags or legal actions not as needed)."""
+    codec = buffers.codec
+    sessions = len(channel.indices)
+    observation = fields.get(codec.key or "")
+    legal = fields.get(codec.legal_key) if codec.legal_key is not None else None
+    flags = [
+        fields.get(name) if name else None for name in (codec.truncated_key, codec.terminated_key)
+    ]
+    if (
+        observation is None
+        or observation.kind not in ("shm", "raw")
+        or any(flag is not None and flag.kind != "b1" for flag in flags)
+        or (legal is not None and legal.kind != "same")
+    ):
+        return None
+    truncated_at, terminated_at = (f.offset if f is not None else None for f in flags)
+    dtype, shape = _array_of(observation)
+    row_size = math.prod(shape[1:])
+    rows_shape = (sessions, *codec.space.shape) if codec.space.shape else ()
+    unchecked = (
+        shape[:1] == (sessions,)
+        and bool(rows_shape)
+        and math.prod(rows_shape) == sessions * row_size
+        and codec.batch_fits_every(dtype, row_size)
+    )
+    numbers = tuple(fields[name] for name in typed_names)
+    done = announcement.done_at
+    ranges = [(done, done + sessions)]
+    ranges += [(f.offset, f.offset + sessions) for f in numbers if f.kind == "b1"]
+    ranges += [(at, at + sessions) for at in (truncated_at, terminated_at) if at is not None]
+    first = channel.indices[0]
+    return _Reply(
+        channel,
+        announcement,
+        slice(first, first + sessions),
+        sessions,
+        observation,
+        numbers,
+        tuple(ranges),
+        truncated_at,
+        terminated_at,
+        unchecked,
+        rows_shape,
+    )
+
+
+def _typed_kind(field: Field | None) -> str | None:
+    """The typed column code of an announced field, ``None`` for any other field (or none)."""
+    return field.kind if field is not None and field.kind in TYPED_DTYPES else None
+
+
 def _array_of(field: Field) -> tuple[np.dtype[Any], tuple[int, ...]]:
     """The dtype and shape of an announced array field (``"shm"`` or ``"raw"``)."""
     if field.kind == "raw":
@@ -271,10 +295,10 @@ def _array_of(field: Field) -> tuple[np.dtype[Any], tuple[int, ...]]:
         return np.dtype(np.void), ()  # a bad descriptor: checked, and refused, when read
 
 
-def _in_metadata(replies: Sequence[_Reply], name: str) -> bool:
+def _in_metadata(announced: Sequence[tuple[Any, Announcement, Any]], name: str) -> bool:
     """Whether any announcing result's metadata has key ``name`` (it wins over a field)."""
-    for reply in replies:
-        metadata = reply.announcement.data.get("metadata")
+    for _, announcement, _ in announced:
+        metadata = announcement.data.get("metadata")
         if isinstance(metadata, dict) and any(
             isinstance(row, dict) and name in row for row in metadata.values()
         ):

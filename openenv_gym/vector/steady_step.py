@@ -94,6 +94,8 @@ class SteadyStep:
         self._declined = 0
         #: The steps of compact frames, compiled for their announcements (or ``None``).
         self._compact: CompactStep | None = None
+        #: The announcements the last compile was for.
+        self._compiled_for: list[Any] = []
         #: Steps this path took (the rest went the general way), and those of them written
         #: straight from compact frames.
         self.taken = 0
@@ -155,7 +157,13 @@ class SteadyStep:
         self.taken += 1
         infos = self._write(parts, *step)
         if all(p.typed for p in parts):  # compact frames: compile them for the next steps
-            self._compact = CompactStep.compile(self.buffers, channels, infos)
+            announced = [getattr(c, "announcement", None) for c in channels]
+            last = self._compiled_for
+            if len(last) != len(announced) or not all(map(is_, last, announced)):
+                # Once per set of announcements, compiled or not (a failed compile would
+                # otherwise be tried again at every step they stand on).
+                self._compiled_for = announced
+                self._compact = CompactStep.compile(self.buffers, channels, infos)
         return infos
 
     def _part(self, channel: Channel, raw: Any) -> _Part | None:
@@ -357,15 +365,18 @@ class _Part(NamedTuple):
 
 def _joined(first: Any, second: Any) -> Any:
     """Two replies' values of one column in order: lists joined, a compact frame's arrays
-    concatenated (a list beside an array: lists, as a full frame has them).
+    of one dtype concatenated (else lists, as full frames have them: ints beside floats
+    are not one column's numbers, and go the general way as they would from full frames).
 
     Example:
         >>> _joined([1], [2]), _joined(np.array([1]), np.array([2])), _joined([1], np.array([2]))
         ([1, 2], array([1, 2]), [1, 2])
+        >>> _joined(np.array([1]), np.array([2.5]))
+        [1, 2.5]
     """
     if type(first) is list and type(second) is list:
         return first + second
-    if type(first) is np.ndarray and type(second) is np.ndarray:
+    if type(first) is np.ndarray and type(second) is np.ndarray and first.dtype == second.dtype:
         return np.concatenate((first, second))
     as_list = [v.tolist() if type(v) is np.ndarray else v for v in (first, second)]
     return as_list[0] + as_list[1]

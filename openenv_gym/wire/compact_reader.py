@@ -83,10 +83,6 @@ class Announcement(NamedTuple):
         """Whether ``frame`` (a compact frame) has this announcement's size and count."""
         return len(frame) == self.size and SESSION_COUNT.unpack_from(frame, 4)[0] == self.sessions
 
-    def is_typed(self, name: str) -> bool:
-        """Whether field ``name`` travels as a typed column."""
-        return any(f.name == name and f.kind in TYPED_DTYPES for f in self.fields)
-
 
 class CompactReader:
     """A connection's last announcement, and the reading of compact frames by it."""
@@ -121,7 +117,7 @@ class CompactReader:
         count = len(indices)
         parts: list[Field] = []
         offset = done_at(count) + padded(count)
-        raw: list[tuple[str, np.dtype[Any], tuple[int, ...]]] = []
+        raw: list[tuple[int, str, np.dtype[Any], tuple[int, ...]]] = []  # placed at the end
         for entry in layout:  # the typed columns first, then the raw arrays
             if len(entry) < 2 or type(entry[1]) is not str:
                 raise _bad_announcement(layout, f"{entry!r:.60} is not [name, kind, ...]")
@@ -134,12 +130,11 @@ class CompactReader:
             elif kind == SHM and len(extra) == 1 and type(extra[0]) is dict:
                 parts.append(Field(name, kind, extra[0], 0))
             elif kind == RAW and len(extra) == 2:
-                raw.append((name, *_raw_array(extra)))
-                parts.append(Field(name, kind, None, 0))  # placed below
+                raw.append((len(parts), name, *_raw_array(extra)))
+                parts.append(Field(name, kind, None, 0))
             else:
                 raise _bad_announcement(layout, f"[{name!r}, {kind!r}, ...] is not a field entry")
-        for name, dtype, shape in raw:
-            at = next(k for k, f in enumerate(parts) if f.name == name)
+        for at, name, dtype, shape in raw:
             parts[at] = Field(name, RAW, (dtype, shape), offset)
             offset += padded(dtype.itemsize * math.prod(shape))
         self._announced = Announcement(data, tuple(parts), count, offset)
